@@ -1,0 +1,199 @@
+"""Export a trained joint model to ONNX (fp32, int8 for CPU, optionally fp16 for GPU).
+
+    python -m export.export_onnx --run runs/joint --out fairstream/data/models/joint-v1 \
+        --name fairstream-joint-v1 [--fp16] [--parity-labels ../shared/data/labels/dev.jsonl]
+
+Why torch.onnx and not optimum's exporter: the model is a custom two-head cross-encoder with an
+extra ``target_mask`` input (the marked keyword's tokens), which is not one of the transformers
+tasks optimum knows how to export; optimum-onnx also pins transformers<4.58. The ONNX graph is
+exported with the TorchScript-based exporter and dynamic batch/sequence axes.
+
+Quantization: onnxruntime dynamic int8, per-channel, MatMul only (measured best here: Gather/
+embedding quantization cost accuracy and gained little speed). Dynamic int8 does not run on the
+CUDA execution provider, so GPU users get fp16 (``--fp16``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from export.modeling import JointCrossEncoder
+from fairstream.models.encoding import CONTEXT_CHARS, MARK_CLOSE, MARK_OPEN, REGARD_LABELS, WSD_LABELS
+from fairstream.models.runtime import JointModel
+
+INPUTS = ["input_ids", "attention_mask", "token_type_ids", "target_mask"]
+
+
+def export_fp32(run: Path, onnx_path: Path, max_length: int) -> None:
+    model = JointCrossEncoder(str(run / "encoder_config"), pretrained=False)
+    model.load_state_dict(torch.load(run / "model.pt", map_location="cpu"))
+    model.eval()
+    n, t = 2, 12
+    dummy = (
+        torch.ones((n, t), dtype=torch.long),
+        torch.ones((n, t), dtype=torch.long),
+        torch.zeros((n, t), dtype=torch.long),
+        torch.ones((n, t), dtype=torch.float32),
+    )
+    axes = {name: {0: "batch", 1: "sequence"} for name in INPUTS}
+    axes.update({"wsd_logits": {0: "batch"}, "regard_logits": {0: "batch"}})
+    torch.onnx.export(
+        model,
+        dummy,
+        str(onnx_path),
+        input_names=INPUTS,
+        output_names=["wsd_logits", "regard_logits"],
+        dynamic_axes=axes,
+        opset_version=17,
+        dynamo=False,
+    )
+
+
+def quantize_int8(src: Path, dst: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pre = Path(tmp) / "pre.onnx"
+        quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+        quantize_dynamic(
+            str(pre), str(dst), per_channel=True, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8
+        )
+
+
+def convert_fp16(src: Path, dst: Path) -> None:
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    model = onnx.load(str(src))
+    onnx.save(convert_float_to_float16(model, keep_io_types=True), str(dst))
+
+
+def export_model(
+    run: Path,
+    out: Path,
+    *,
+    name: str,
+    threshold: float | None = None,
+    fp16: bool = False,
+    keep_fp32: bool = False,
+    parity_labels: Path | None = None,
+) -> dict:
+    """Export a training run folder to a fairstream model folder; returns the written config."""
+    meta = json.loads((run / "train_meta.json").read_text())
+    if threshold is None:
+        threshold = meta.get("dev_best_threshold", 0.5)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="fs-export-"))
+    try:
+        fp32 = work / "model.fp32.onnx"
+        export_fp32(run, fp32, meta["max_length"])
+        quantize_int8(fp32, out / "model.int8.onnx")
+        onnx_files = {"int8": "model.int8.onnx"}
+        if keep_fp32:
+            shutil.copy(fp32, out / "model.fp32.onnx")
+            onnx_files["fp32"] = "model.fp32.onnx"
+        if fp16:
+            convert_fp16(fp32, out / "model.fp16.onnx")
+            onnx_files["fp16"] = "model.fp16.onnx"
+        shutil.copy(run / "tokenizer" / "tokenizer.json", out / "tokenizer.json")
+        encoder = meta["encoder"]
+        config = {
+            "name": name,
+            "onnx": onnx_files,
+            "max_length": meta["max_length"],
+            "wsd_threshold": round(float(threshold), 3),
+            "wsd_labels": list(WSD_LABELS),
+            "regard_labels": list(REGARD_LABELS),
+            "inputs": INPUTS,
+            "marker_open": MARK_OPEN,
+            "marker_close": MARK_CLOSE,
+            "context_chars": CONTEXT_CHARS,
+            "encoder": Path(encoder).parent.name if "site-packages" in encoder else encoder,
+            "training": {
+                k: meta[k]
+                for k in ("n_train", "epochs", "lr", "batch_size", "seed", "include_dev", "train_sources")
+                if k in meta
+            },
+        }
+        (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        if parity_labels:
+            report = parity(fp32, out, parity_labels)
+            (out / "parity.json").write_text(json.dumps(report, indent=2) + "\n")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return config
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run", type=Path, required=True, help="folder written by export.train")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--name", default="fairstream-joint-v1")
+    ap.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="WSD yes threshold (default: run's best on dev, else 0.5)",
+    )
+    ap.add_argument("--fp16", action="store_true")
+    ap.add_argument("--keep-fp32", action="store_true", help="also keep model.fp32.onnx in --out (large)")
+    ap.add_argument(
+        "--parity-labels", type=Path, default=None, help="labels file for the int8 vs fp32 parity report"
+    )
+    args = ap.parse_args()
+    export_model(
+        args.run,
+        args.out,
+        name=args.name,
+        threshold=args.threshold,
+        fp16=args.fp16,
+        keep_fp32=args.keep_fp32,
+        parity_labels=args.parity_labels,
+    )
+    if (args.out / "parity.json").is_file():
+        print((args.out / "parity.json").read_text())
+    print(f"exported {args.name} to {args.out}: {sorted(p.name for p in args.out.iterdir())}")
+
+
+def parity(fp32: Path, out: Path, labels: Path) -> dict:
+    """Label agreement and metric deltas of int8 vs fp32 on a labels file."""
+    from fairstream.eval import evaluate_model
+    from fairstream.taxonomy import Taxonomy
+
+    tmp = Path(tempfile.mkdtemp(prefix="fs-parity-"))
+    for f in out.iterdir():
+        shutil.copy(f, tmp / f.name)
+    shutil.copy(fp32, tmp / "model.fp32.onnx")
+    cfg = json.loads((tmp / "config.json").read_text())
+    cfg["onnx"] = {"fp32": "model.fp32.onnx"}
+    (tmp / "config.json").write_text(json.dumps(cfg))
+    tax = Taxonomy.default()
+    r8 = evaluate_model(JointModel(out), labels, tax)
+    r32 = evaluate_model(JointModel(tmp), labels, tax)
+    shutil.rmtree(tmp)
+    w8, w32 = np.array(r8["predictions"]["wsd"]), np.array(r32["predictions"]["wsd"])
+    g8, g32 = np.array(r8["predictions"]["regard"]), np.array(r32["predictions"]["regard"])
+    return {
+        "labels": str(labels),
+        "n": len(w8),
+        "wsd_label_agreement": float((w8 == w32).mean()),
+        "regard_label_agreement": float((g8 == g32).mean()),
+        "int8": r8["metrics"],
+        "fp32": r32["metrics"],
+        "delta_int8_minus_fp32": {
+            k: r8["metrics"][k] - r32["metrics"][k]
+            for k in ("wsd_kappa", "wsd_f1", "regard_micro_f1", "regard_macro_f1")
+        },
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Train the joint WSD + regard cross-encoder on fairstream's labels.
+
+    python -m export.train --encoder PATH_TO_HF_ENCODER --out runs/joint [--include-dev] [--eval-dev]
+
+Training data (see labels/DATA_CARD.md): the stand-off corpus labels (resolved against
+../shared/data/corpus), the project's own written sentences, and Sheng et al.'s regard sentences
+with the "XYZ" placeholder filled by protected-attribute phrases. ``--eval-dev`` holds the expert
+dev set out and reports its metrics; ``--include-dev`` adds it to training (for the shipped model,
+after its held-out numbers were recorded). Seeded and reproducible on CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+from transformers import AutoTokenizer
+
+from export.modeling import JointCrossEncoder
+from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, encode_batch
+from fairstream.models.labels import LabelledPair, load_labelled_pairs, load_standoff
+from fairstream.models.metrics import cohen_kappa, f1_scores
+from fairstream.taxonomy import Taxonomy
+
+logger = logging.getLogger(__name__)
+
+SHENG_TEMPLATES = {
+    "nationality": ["The {K} man", "The {K} woman", "The {K} person"],
+    "race/ethnicity": ["The {K} man", "The {K} woman", "The {K} person"],
+    "religion": ["The {K} man", "The {K} woman"],
+    "gender/sexuality": ["The {k} person", "The {k} student"],
+    "disability": ["The {k} man", "The {k} woman"],
+    "economic status": ["The {k} man", "The {k} woman"],
+    "dietary habits": ["The {k} man", "The {k} woman"],
+    "physical traits": ["The {k} man", "The {k} woman"],
+    "fertility status": ["The {k} woman"],
+    "residence": ["The {k} man", "The {k} woman"],
+}
+SKIP_SHENG = {"depression", "wheelchair"}  # keywords that do not read as adjectives of a person
+
+
+def sheng_pairs(path: Path, taxonomy: Taxonomy, seed: int) -> list[LabelledPair]:
+    """Sheng et al. regard sentences with "XYZ" filled by an attribute phrase (WSD yes)."""
+    rng = random.Random(seed)
+    attrs = [a for a in taxonomy if a.keyword not in SKIP_SHENG]
+    names = {-1: "negative", 0: "neutral", 1: "positive"}
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        label_s, _, text = line.partition("\t")
+        if int(label_s) not in names or "XYZ" not in text:
+            continue
+        attr = rng.choice(attrs)
+        phrase = rng.choice(SHENG_TEMPLATES[attr.attribute_class]).format(
+            K=attr.keyword.capitalize(), k=attr.keyword
+        )
+        start = text.index("XYZ") + phrase.index(" ") + 1
+        filled = text.replace("XYZ", phrase, 1)
+        end = start + len(attr.keyword)
+        out.append(
+            LabelledPair(
+                f"sheng-{i}",
+                MentionInput(filled, start, end, attr.keyword, attr.gloss),
+                attr.attribute_class,
+                "yes",
+                names[int(label_s)],
+                "sheng",
+            )
+        )
+    return out
+
+
+def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[LabelledPair]:
+    forms = {a.keyword: a.forms for a in taxonomy}
+    pairs = load_standoff(args.labels_dir / "corpus-v1.jsonl", args.corpus)
+    written = args.labels_dir / "synthetic-v1.jsonl"
+    if written.is_file():
+        pairs += load_labelled_pairs(written, forms)
+    if args.sheng.is_file():
+        pairs += sheng_pairs(args.sheng, taxonomy, args.seed)
+    if args.include_dev:
+        pairs += load_labelled_pairs(args.dev, forms)
+    return pairs
+
+
+def batches(pairs: list[LabelledPair], batch_size: int, rng: random.Random) -> list[list[LabelledPair]]:
+    """Length-bucketed shuffled batches (less padding, still random order)."""
+    idx = list(range(len(pairs)))
+    rng.shuffle(idx)
+    chunks = [idx[i : i + batch_size * 20] for i in range(0, len(idx), batch_size * 20)]
+    out = []
+    for chunk in chunks:
+        chunk.sort(key=lambda i: len(pairs[i].mention.text))
+        out += [[pairs[i] for i in chunk[j : j + batch_size]] for j in range(0, len(chunk), batch_size)]
+    rng.shuffle(out)
+    return out
+
+
+def tensors(tokenizer, items: list[LabelledPair], max_length: int) -> dict[str, torch.Tensor]:
+    feeds = encode_batch(tokenizer, [p.mention for p in items], max_length)
+    return {k: torch.from_numpy(v) for k, v in feeds.items()}
+
+
+@torch.no_grad()
+def predict(model: JointCrossEncoder, tokenizer, pairs: list[LabelledPair], max_length: int, bs: int = 64):
+    model.eval()
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i].mention.text))
+    wsd = np.zeros((len(pairs), 3), dtype=np.float32)
+    reg = np.zeros((len(pairs), 3), dtype=np.float32)
+    for lo in range(0, len(order), bs):
+        idx = order[lo : lo + bs]
+        w, r = model(**tensors(tokenizer, [pairs[i] for i in idx], max_length))
+        wsd[idx] = torch.softmax(w, -1).numpy()
+        reg[idx] = torch.softmax(r, -1).numpy()
+    return wsd, reg
+
+
+def evaluate(wsd_p: np.ndarray, reg_p: np.ndarray, pairs: list[LabelledPair], threshold: float) -> dict:
+    gold_w = ["yes" if p.wsd == "yes" else "not-yes" for p in pairs]
+    pred_w = ["yes" if w[1] >= threshold else "not-yes" for w in wsd_p]
+    yes = [i for i, p in enumerate(pairs) if p.wsd == "yes"]
+    gold_r = [pairs[i].regard or "neutral" for i in yes]
+    pred_r = [REGARD_LABELS[int(reg_p[i].argmax())] for i in yes]
+    f1w = f1_scores(gold_w, pred_w, ["yes"])
+    f1r = f1_scores(gold_r, pred_r, list(REGARD_LABELS))
+    return {
+        "n": len(pairs),
+        "wsd_kappa": cohen_kappa(gold_w, pred_w),
+        "wsd_f1": f1w["yes"],
+        "regard_n": len(yes),
+        "regard_micro_f1": f1r["micro"],
+        "regard_macro_f1": f1r["macro"],
+        "regard_f1": {k: f1r[k] for k in REGARD_LABELS},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--encoder", required=True, help="local Hugging Face encoder folder (MiniLM, roberta-base, ...)"
+    )
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--labels-dir", type=Path, default=Path("labels"))
+    ap.add_argument("--corpus", type=Path, default=Path("../shared/data/corpus"))
+    ap.add_argument("--dev", type=Path, default=Path("../shared/data/labels/dev.jsonl"))
+    ap.add_argument(
+        "--sheng", type=Path, default=Path("../shared/data/bias/nlg_bias_regard/regard/train.tsv")
+    )
+    ap.add_argument("--include-dev", action="store_true")
+    ap.add_argument("--eval-dev", action="store_true")
+    ap.add_argument("--epochs", type=float, default=4.0)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=8e-5)
+    ap.add_argument("--max-length", type=int, default=192)
+    ap.add_argument("--regard-weight", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.set_num_threads(args.threads)
+    taxonomy = Taxonomy.default()
+    train = build_training_set(args, taxonomy)
+    dev = load_labelled_pairs(args.dev, {a.keyword: a.forms for a in taxonomy}) if args.eval_dev else []
+    logger.info("training pairs: %d (dev held out: %d)", len(train), len(dev))
+    hf_tok = AutoTokenizer.from_pretrained(args.encoder, use_fast=True)
+    tokenizer = hf_tok.backend_tokenizer
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    model = JointCrossEncoder(args.encoder)
+    # class weights: rare regard classes (negative, positive) count more, capped to stay stable
+    reg_counts = np.array([sum(p.regard == r for p in train) for r in REGARD_LABELS], dtype=np.float64)
+    reg_w = torch.tensor(
+        np.clip(reg_counts.sum() / (3 * np.maximum(reg_counts, 1)), 0.5, 4.0), dtype=torch.float32
+    )
+    logger.info("regard counts %s weights %s", reg_counts.tolist(), reg_w.tolist())
+    rng = random.Random(args.seed)
+    steps_per_epoch = math.ceil(len(train) / args.batch_size)
+    total = int(steps_per_epoch * args.epochs)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    warm = max(1, total // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm))
+    )
+    wsd_idx = {w: i for i, w in enumerate(WSD_LABELS)}
+    reg_idx = {r: i for i, r in enumerate(REGARD_LABELS)}
+    step, t0 = 0, time.time()
+    bar = tqdm(total=total, desc="train", unit="step")
+    while step < total:
+        for batch in batches(train, args.batch_size, rng):
+            if step >= total:
+                break
+            model.train()
+            w_logits, r_logits = model(**tensors(tokenizer, batch, args.max_length))
+            w_gold = torch.tensor([wsd_idx[p.wsd] for p in batch])
+            loss = torch.nn.functional.cross_entropy(w_logits, w_gold)
+            yes = [i for i, p in enumerate(batch) if p.wsd == "yes" and p.regard]
+            if yes:
+                r_gold = torch.tensor([reg_idx[batch[i].regard] for i in yes])  # type: ignore[index]
+                loss = loss + args.regard_weight * torch.nn.functional.cross_entropy(
+                    r_logits[yes], r_gold, weight=reg_w
+                )
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            step += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    bar.close()
+    train_s = time.time() - t0
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), args.out / "model.pt")
+    hf_tok.save_pretrained(args.out / "tokenizer")
+    model.encoder.config.save_pretrained(args.out / "encoder_config")
+    meta = {
+        "encoder": str(args.encoder),
+        "max_length": args.max_length,
+        "seed": args.seed,
+        "epochs": args.epochs,
+        "lr": args.lr,
+        "batch_size": args.batch_size,
+        "n_train": len(train),
+        "train_seconds": round(train_s, 1),
+        "examples_per_second": round(total * args.batch_size / train_s, 1),
+        "include_dev": args.include_dev,
+        "train_sources": {s: sum(p.source == s for p in train) for s in sorted({p.source for p in train})},
+    }
+    if dev:
+        wsd_p, reg_p = predict(model, tokenizer, dev, args.max_length)
+        np.save(args.out / "dev_wsd.npy", wsd_p)
+        np.save(args.out / "dev_regard.npy", reg_p)
+        best = max((evaluate(wsd_p, reg_p, dev, t)["wsd_kappa"], t) for t in np.arange(0.2, 0.81, 0.05))
+        meta["dev_at_0.5"] = evaluate(wsd_p, reg_p, dev, 0.5)
+        meta["dev_best_threshold"] = round(float(best[1]), 2)
+        meta["dev_at_best"] = evaluate(wsd_p, reg_p, dev, best[1])
+        logger.info("dev: %s", json.dumps(meta["dev_at_0.5"]))
+        logger.info("dev best threshold %.2f: %s", best[1], json.dumps(meta["dev_at_best"]))
+    (args.out / "train_meta.json").write_text(json.dumps(meta, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+r"""Keyword detection: whole-word, case-insensitive matches of taxonomy forms with offsets.
+
+Matching rules (deliberate, and tested):
+
+* A match is a taxonomy surface form (keyword or listed plural) not preceded or followed by a
+  word character (``\w``: letters of any script, digits, underscore). So "Muslims" and
+  "Muslim's" match, "Muslimah" and "blackboard" do not.
+* Hyphens split words: "Asian-American" matches ``asian``, "anti-Muslim" matches ``muslim``, and
+  "black-and-white" matches both; whether such a use refers to people is left to the WSD model.
+  Hyphenated forms in the taxonomy ("non-binary") match as a whole.
+* Possessives: "Muslim's"/"Muslim’s" match the form before the apostrophe.
+* Overlapping candidates resolve to the longest form at a position ("Asians" over "Asian").
+* Every occurrence is reported, in text order.
+
+The document prefilter ``has_any`` lowercases the text once and scans it with a compiled
+trie-shaped pattern, so a document without keywords (most web text) costs a single C-level scan.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fairstream.taxonomy import Attribute, Taxonomy
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One keyword occurrence: character offsets into the text it was found in."""
+
+    start: int
+    end: int
+    surface: str
+    keyword: str
+    attribute_class: str
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-able form."""
+        return {
+            "start": self.start,
+            "end": self.end,
+            "surface": self.surface,
+            "keyword": self.keyword,
+            "class": self.attribute_class,
+        }
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """A regex alternation shaped as a trie (shared prefixes factored), longest match first."""
+    trie: dict[str, dict] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, dict]) -> str:
+        optional = "" in node
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if optional:
+            # the shorter word ends here; the longer continuation is tried first (greedy "?")
+            return f"(?:{body})?" if len(branches) > 1 or len(body) > 1 else f"{body}?"
+        return body
+
+    return build(trie)
+
+
+_FOLD_ONLY_CHARS = ("\u0130", "\u0131", "\u017f")
+_FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+
+
+class KeywordDetector:
+    """Find taxonomy keywords in text."""
+
+    def __init__(self, taxonomy: Taxonomy | None = None) -> None:
+        self.taxonomy = taxonomy or Taxonomy.default()
+        self._forms: dict[str, Attribute] = self.taxonomy.forms
+        core = _trie_pattern(sorted(self._forms))
+        boundary = r"(?<!\w)(?:{})(?!\w)"
+        self._lower_pattern = re.compile(boundary.format(core))
+        self._pattern = re.compile(boundary.format(core), re.IGNORECASE)
+
+    def has_any(self, text: str) -> bool:
+        """Whether ``text`` contains at least one keyword (never misses one that ``find`` reports)."""
+        # IGNORECASE and str.lower() agree except for three characters that re folds onto ASCII
+        # letters but lower() does not ("İ" lowers to two characters; "ı" and "ſ" stay as they are).
+        # Only text containing one of them needs the slower case-insensitive scan.
+        if self._lower_pattern.search(text.lower()) is not None:
+            return True
+        return (
+            not text.isascii()
+            and any(c in text for c in _FOLD_ONLY_CHARS)
+            and (self._pattern.search(text) is not None)
+        )
+
+    def find(self, text: str) -> list[Mention]:
+        """All keyword occurrences in ``text``, in order, with offsets into ``text``."""
+        out = []
+        for m in self._pattern.finditer(text):
+            surface = m.group(0)
+            attr = self._forms.get(surface.lower()) or self._forms[surface.translate(_FOLD_TO_ASCII).lower()]
+            out.append(Mention(m.start(), m.end(), surface, attr.keyword, attr.attribute_class))
+        return out
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"taxonomy": self.taxonomy.to_dict(), "source": self.taxonomy.source}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(Taxonomy.from_dict(state["taxonomy"], source=str(state["source"])))  # type: ignore[arg-type,misc]

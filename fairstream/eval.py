@@ -1,0 +1,91 @@
+"""Evaluate a joint model on a labels file of the dev-set schema (``fairstream eval-models``).
+
+WSD is scored as yes vs not-yes ("unsure" counts as not protected, as in the paper): Cohen's kappa
+and F1 of "yes". Regard is scored on the items whose *gold* WSD is yes: micro and macro F1 over
+negative / neutral / positive. Both are also broken down per attribute class.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fairstream.models.encoding import REGARD_LABELS
+from fairstream.models.labels import LabelledPair, load_labelled_pairs
+from fairstream.models.metrics import cohen_kappa, f1_scores
+from fairstream.models.runtime import JointModel
+from fairstream.taxonomy import Taxonomy
+
+
+def score(
+    pairs: Sequence[LabelledPair], pred_wsd: Sequence[str], pred_regard: Sequence[str | None]
+) -> dict[str, Any]:
+    """WSD kappa/F1 and regard micro/macro F1 of predictions against gold pairs."""
+    gold_w = ["yes" if p.wsd == "yes" else "not-yes" for p in pairs]
+    pred_w = ["yes" if w == "yes" else "not-yes" for w in pred_wsd]
+    yes = [i for i, p in enumerate(pairs) if p.wsd == "yes" and p.regard is not None]
+    gold_r = [pairs[i].regard or "" for i in yes]
+    pred_r = [pred_regard[i] or "neutral" for i in yes]
+    f1r = (
+        f1_scores(gold_r, pred_r, list(REGARD_LABELS))
+        if yes
+        else {k: float("nan") for k in (*REGARD_LABELS, "micro", "macro")}
+    )
+    return {
+        "n": len(pairs),
+        "wsd_kappa": cohen_kappa(gold_w, pred_w) if pairs else float("nan"),
+        "wsd_f1": f1_scores(gold_w, pred_w, ["yes"])["yes"] if pairs else float("nan"),
+        "regard_n": len(yes),
+        "regard_micro_f1": f1r["micro"],
+        "regard_macro_f1": f1r["macro"],
+        "regard_f1": {k: f1r[k] for k in REGARD_LABELS},
+    }
+
+
+def evaluate_model(model: JointModel, labels: str | Path, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
+    """Predict every pair of ``labels`` and score it overall and per attribute class."""
+    taxonomy = taxonomy or Taxonomy.default()
+    pairs = load_labelled_pairs(labels, {a.keyword: a.forms for a in taxonomy})
+    t0 = time.perf_counter()
+    preds = model.predict([p.mention for p in pairs])
+    seconds = time.perf_counter() - t0
+    # regard is scored on gold-yes items, so it takes the regard head's argmax even where WSD says no
+    pred_wsd = [p.wsd for p in preds]
+    pred_regard = [REGARD_LABELS[max(range(3), key=lambda k: p.regard_probs[k])] for p in preds]
+    per_class = {}
+    for cls in sorted({p.attribute_class for p in pairs}):
+        idx = [i for i, p in enumerate(pairs) if p.attribute_class == cls]
+        per_class[cls] = score(
+            [pairs[i] for i in idx], [pred_wsd[i] for i in idx], [pred_regard[i] for i in idx]
+        )
+    return {
+        "labels": str(labels),
+        "model": model.name,
+        "providers": model.providers,
+        "seconds": round(seconds, 2),
+        "metrics": score(pairs, pred_wsd, pred_regard),
+        "per_class": per_class,
+        "predictions": {"uid": [p.uid for p in pairs], "wsd": pred_wsd, "regard": pred_regard},
+    }
+
+
+def format_report(result: dict[str, Any]) -> str:
+    """Human-readable table of an ``evaluate_model`` result."""
+    m = result["metrics"]
+    lines = [
+        f"model {result['model']} on {result['labels']} ({m['n']} pairs, {result['seconds']} s, {result['providers']})",
+        f"WSD     kappa {m['wsd_kappa']:.3f}   F1(yes) {m['wsd_f1']:.3f}",
+        f"regard  micro-F1 {m['regard_micro_f1']:.3f}   macro-F1 {m['regard_macro_f1']:.3f}   (n={m['regard_n']}; "
+        + ", ".join(f"{k} {v:.3f}" for k, v in m["regard_f1"].items())
+        + ")",
+        "",
+        f"{'class':<18} {'n':>5} {'kappa':>7} {'F1 yes':>7} {'reg n':>6} {'micro':>7} {'macro':>7}",
+    ]
+    for cls, s in result["per_class"].items():
+        lines.append(
+            f"{cls:<18} {s['n']:>5} {s['wsd_kappa']:>7.3f} {s['wsd_f1']:>7.3f} {s['regard_n']:>6} "
+            f"{s['regard_micro_f1']:>7.3f} {s['regard_macro_f1']:>7.3f}"
+        )
+    return "\n".join(lines)

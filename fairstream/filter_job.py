@@ -1,0 +1,168 @@
+"""Offline filtering of shards with FairStream: outputs, stats, co-occurrence counts and a report.
+
+Resumable at shard granularity: after each shard the output shard, the cap controller's state,
+the stream stats and the co-occurrence counts are written atomically and the shard is recorded in
+``_state.json``. A rerun skips finished shards and restarts an interrupted one from the state
+saved before it, so the result has no duplicates or gaps and equals an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from fairstream.errors import FairStreamError
+from fairstream.io import OnError, atomic_write, list_shards, read_documents, write_json, write_jsonl
+from fairstream.models.runtime import JointModel
+from fairstream.stream.dataset import FairStream, Granularity
+from fairstream.stream.stats import StreamStats
+from fairstream.taxonomy import Taxonomy
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "_state.json"
+
+
+class FilterJob:
+    """Filter a list of shards into ``output_dir`` (see module docstring)."""
+
+    def __init__(
+        self,
+        inputs: Sequence[str | Path],
+        output_dir: Path,
+        *,
+        cap: float = 0.01,
+        granularity: Granularity = "sentence",
+        seed: int = 0,
+        model: str | Path | None = None,
+        taxonomy: str | Path | None = None,
+        text_field: str = "text",
+        on_error: OnError = "raise",
+        annotate: bool = False,
+        report: bool = True,
+        progress: bool = True,
+    ) -> None:
+        self.shards = list_shards(inputs)
+        names = [s.name for s in self.shards]
+        if len(set(names)) != len(names):
+            raise FairStreamError(f"input shards must have distinct file names, got duplicates in {names}")
+        self.output_dir = Path(output_dir)
+        self.cap, self.granularity, self.seed = cap, granularity, seed
+        self.model = JointModel(model)
+        self.taxonomy = Taxonomy.load(taxonomy)
+        self.text_field, self.on_error, self.annotate = text_field, on_error, annotate
+        self.report, self.progress = report, progress
+
+    def _stream(self, docs: list[dict[str, Any]], hooks: list[Any]) -> FairStream:
+        return FairStream(
+            docs,
+            text_field=self.text_field,
+            cap=self.cap,
+            granularity=self.granularity,
+            seed=self.seed,
+            model=self.model,
+            taxonomy=self.taxonomy,
+            annotate=self.annotate,
+            on_error=self.on_error,
+            hooks=hooks,
+        )
+
+    def run(self) -> dict[str, Any]:
+        """Filter every shard not finished yet; return the summary."""
+        from tqdm import tqdm
+
+        from fairstream.stats import CooccurrenceCounts
+
+        out = self.output_dir
+        (out / "data").mkdir(parents=True, exist_ok=True)
+        state_path = out / STATE_FILE
+        state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.is_file() else {}
+        settings = {"cap": self.cap, "granularity": self.granularity, "seed": self.seed, "model": self.model.name,
+                    "taxonomy": self.taxonomy.name, "shards": [str(s) for s in self.shards]}
+        if state and state.get("settings") != settings:
+            raise FairStreamError(
+                f"{state_path}: this folder holds a run with other settings {state.get('settings')}; "
+                "use a new --output folder or delete it to start over"
+            )
+        done: list[str] = state.get("done", [])
+        stats = StreamStats.from_dict(state.get("stats", {}))
+        before = CooccurrenceCounts.from_dict(state["counts_before"]) if "counts_before" in state else CooccurrenceCounts()
+        after = CooccurrenceCounts.from_dict(state["counts_after"]) if "counts_after" in state else CooccurrenceCounts()
+        controller_state = state.get("controller")
+        if done:
+            logger.info("resuming: %d of %d shards already done", len(done), len(self.shards))
+        for shard in self.shards:
+            if shard.name in done:
+                continue
+            skipped: list[str] = []
+            docs = list(read_documents(shard, on_error=self.on_error, skipped=skipped))
+            shard_before, shard_after = CooccurrenceCounts(), CooccurrenceCounts()
+
+            def consume(text: str, annotation: dict[str, Any], b: Any = shard_before, a: Any = shard_after) -> None:
+                b.consume(text, annotation, which="all")
+                a.consume(text, annotation, which="kept")
+
+            stream = self._stream(docs, [consume])
+            if controller_state is not None:
+                stream.controller.load_state_dict(controller_state)
+            rows: Iterator[Any] = iter(stream)
+            if self.progress:
+                rows = tqdm(rows, total=len(docs), desc=shard.name, unit="doc", leave=False)
+            name = shard.name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".parquet")
+            write_jsonl(out / "data" / f"{name}.jsonl.gz", rows)
+            shard_stats = StreamStats.from_dict(stream.stats())
+            shard_stats.skipped.update({"bad-record": len(skipped)} if skipped else {})
+            stats = stats + shard_stats
+            before, after = before + shard_before, after + shard_after
+            controller_state = stream.controller.state_dict()
+            done.append(shard.name)
+            write_json(state_path, {"settings": settings, "done": done, "stats": stats.to_dict(),
+                                    "controller": controller_state, "counts_before": before.to_dict(),
+                                    "counts_after": after.to_dict()})
+        write_json(out / "stats.json", stats.to_dict())
+        before.save(out / "counts_before.json")
+        after.save(out / "counts_after.json")
+        summary: dict[str, Any] = {"output_dir": str(out), "stats": stats.to_dict(), "shards": len(self.shards)}
+        if self.report:
+            from fairstream.stats import write_report
+
+            summary["report"] = [str(p) for p in _as_list(write_report(before, after, out / "report", stream_stats=stats.to_dict()))]
+        with atomic_write(out / "summary.txt") as f:
+            f.write(self.format_summary(summary) + "\n")
+        return summary
+
+    @staticmethod
+    def format_summary(summary: dict[str, Any]) -> str:
+        """A short human-readable summary of a run."""
+        st = summary["stats"]
+        c = st["counters"]
+        lines = [
+            f"fairstream filter: {summary['shards']} shard(s) -> {summary['output_dir']}",
+            f"  documents: {c.get('docs_in', 0)} in, {c.get('docs_out', 0)} out, {c.get('docs_with_keyword', 0)} with keywords, "
+            f"{c.get('docs_modified', 0)} modified, {c.get('docs_dropped', 0)} dropped, "
+            f"{sum(st['skipped'].values())} skipped {dict(st['skipped']) or ''}",
+            f"  sentences: {c.get('sentences_candidate', 0)} with keywords judged, {c.get('sentences_dropped', 0)} dropped",
+        ]
+        attrs = st["attributes"]
+        rows = sorted(attrs.items(), key=lambda kv: -kv[1]["before"]["negative"])[:10]
+        if rows:
+            lines.append("  attribute        person-sent  neg before  neg after  dropped")
+            for kw, a in rows:
+                nb, na = sum(a["before"].values()), sum(a["after"].values())
+                sb = a["before"]["negative"] / nb if nb else 0.0
+                sa = a["after"]["negative"] / na if na else 0.0
+                lines.append(f"  {kw:<16} {a['person_sentences']:>11} {sb:>10.1%} {sa:>10.1%} {a['dropped']:>8}")
+        if "seconds" in summary:
+            lines.append(f"  time: {summary['seconds']} s")
+        for p in summary.get("report", []):
+            lines.append(f"  report: {p}")
+        return "\n".join(lines)
+
+
+def _as_list(x: Any) -> list[Any]:
+    if isinstance(x, dict):
+        return list(x.values())
+    return list(x) if isinstance(x, list | tuple) else [x]

@@ -1,0 +1,120 @@
+"""Model inputs for the joint WSD + regard cross-encoder (shared by training and inference).
+
+An input pairs the sentence, with the judged keyword occurrence wrapped in markers, with the
+attribute description ``"{keyword} ; {gloss}"`` as the tokenizer's second segment, so each
+encoder's own special tokens frame it (``[CLS] a [SEP] b [SEP]`` for BERT, ``<s> a </s></s> b
+</s>`` for RoBERTa). The markers tell the model *which* occurrence it judges when a sentence
+mentions several attributes or one keyword twice; a token mask over the marked span lets the
+model pool the keyword's own token vectors.
+
+Only ``tokenizers`` and ``numpy`` are imported here: no torch on the inference path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MARK_OPEN = "<<"
+MARK_CLOSE = ">>"
+# Long sentences are cut to a character window around the keyword so the marked occurrence is
+# never truncated away by the tokenizer's max length.
+CONTEXT_CHARS = 500
+
+WSD_LABELS = ("no", "yes", "unsure")
+REGARD_LABELS = ("negative", "neutral", "positive")
+
+
+@dataclass(frozen=True)
+class MentionInput:
+    """One (sentence, keyword occurrence) to judge; ``start``/``end`` index into ``text``."""
+
+    text: str
+    start: int
+    end: int
+    keyword: str
+    gloss: str
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.start < self.end <= len(self.text)):
+            raise ValueError(
+                f"mention offsets start={self.start}, end={self.end} are outside the text (length {len(self.text)})"
+            )
+
+
+def marked_text(item: MentionInput) -> tuple[str, int, int]:
+    """The (windowed) text with the occurrence wrapped in markers, and the span of the keyword in it."""
+    lo = max(0, item.start - CONTEXT_CHARS)
+    hi = min(len(item.text), item.end + CONTEXT_CHARS)
+    before, word, after = (
+        item.text[lo : item.start],
+        item.text[item.start : item.end],
+        item.text[item.end : hi],
+    )
+    prefix = f"{before}{MARK_OPEN} "
+    out = f"{prefix}{word} {MARK_CLOSE}{after}"
+    return out, len(prefix), len(prefix) + len(word)
+
+
+def attribute_text(item: MentionInput) -> str:
+    """The second segment: ``"{keyword} ; {gloss}"``."""
+    return f"{item.keyword} ; {item.gloss}"
+
+
+def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> dict[str, np.ndarray]:
+    """Tokenize a batch with a ``tokenizers.Tokenizer``: ids, attention mask, token types, target mask.
+
+    The tokenizer must have truncation and padding disabled; this function pads to the longest
+    item (so callers should sort by length to cut padding) and truncates the first segment only.
+    """
+    marked = [marked_text(it) for it in items]
+    encs = tokenizer.encode_batch([(m[0], attribute_text(it)) for m, it in zip(marked, items, strict=True)])
+    rows = []
+    for enc, (_, ks, ke) in zip(encs, marked, strict=True):
+        ids, types, offsets, seq = enc.ids, enc.type_ids, enc.offsets, enc.sequence_ids
+        target = [
+            1.0 if s == 0 and o[0] < ke and o[1] > ks else 0.0 for s, o in zip(seq, offsets, strict=True)
+        ]
+        if len(ids) > max_length:
+            ids, types, target, seq = _truncate_first(ids, types, target, seq, max_length)
+        rows.append((ids, types, target))
+    width = max(len(r[0]) for r in rows)
+    n = len(rows)
+    input_ids = np.zeros((n, width), dtype=np.int64)
+    attention = np.zeros((n, width), dtype=np.int64)
+    token_type = np.zeros((n, width), dtype=np.int64)
+    target_mask = np.zeros((n, width), dtype=np.float32)
+    pad_id = tokenizer.token_to_id("[PAD]")
+    if pad_id is None:
+        pad_id = tokenizer.token_to_id("<pad>") or 0
+    input_ids[:] = pad_id
+    for i, (ids, types, target) in enumerate(rows):
+        k = len(ids)
+        input_ids[i, :k] = ids
+        attention[i, :k] = 1
+        token_type[i, :k] = types
+        target_mask[i, :k] = target
+        if not any(target):  # keep the pooling well defined even if the keyword was cut
+            target_mask[i, 0] = 1.0
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention,
+        "token_type_ids": token_type,
+        "target_mask": target_mask,
+    }
+
+
+def _truncate_first(
+    ids: list[int], types: list[int], target: list[float], seq: list[int | None], max_length: int
+) -> tuple[list[int], list[int], list[float], list[int | None]]:
+    """Drop first-segment tokens far from the target until the sequence fits."""
+    excess = len(ids) - max_length
+    first = [i for i, s in enumerate(seq) if s == 0]
+    tgt = [i for i in first if target[i]] or first[:1]
+    centre = (tgt[0] + tgt[-1]) // 2
+    # remove first-segment positions farthest from the target first
+    drop = set(sorted(first, key=lambda i: -abs(i - centre))[:excess])
+    keep = [i for i in range(len(ids)) if i not in drop]
+    return [ids[i] for i in keep], [types[i] for i in keep], [target[i] for i in keep], [seq[i] for i in keep]

@@ -1,0 +1,139 @@
+"""Labelled (sentence, keyword) pairs: the dev-set schema and fairstream's stand-off label files.
+
+Dev-set schema (one JSON object per line)::
+
+    {"uid", "text", "keyword", "class", "gloss", "wsd": "yes"|"no"|"unsure",
+     "regard": "positive"|"neutral"|"negative"|null, ...}
+
+Stand-off schema (fairstream's own labels of third-party text, which stays where it is)::
+
+    {"uid", "file", "doc_id", "sent_start", "sent_end", "kw_start", "kw_end", "keyword",
+     "class", "gloss", "wsd", "regard", "annotator"}
+
+where ``file`` is a corpus file name resolved against a corpus folder and offsets index the
+document's text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fairstream.errors import FairStreamError
+from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    """A judged mention with its gold labels."""
+
+    uid: str
+    mention: MentionInput
+    attribute_class: str
+    wsd: str
+    regard: str | None
+    source: str = ""
+
+
+def first_occurrence(text: str, keyword: str, forms: Iterable[str] = ()) -> tuple[int, int] | None:
+    """Offsets of the first whole-word, case-insensitive occurrence of the keyword or its forms."""
+    words = sorted({keyword, *forms}, key=len, reverse=True)
+    m = re.search(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)", text, re.IGNORECASE)
+    if m is None:
+        # forms the taxonomy does not list (e.g. "Jews"): fall back to a prefix match
+        m = re.search(r"(?<!\w)" + re.escape(keyword) + r"\w*", text, re.IGNORECASE)
+    return None if m is None else (m.start(), m.end())
+
+
+def _check_labels(where: str, wsd: Any, regard: Any) -> None:
+    if wsd not in WSD_LABELS:
+        raise FairStreamError(f"{where}: wsd={wsd!r} is not one of {WSD_LABELS}")
+    if regard is not None and regard not in REGARD_LABELS:
+        raise FairStreamError(f"{where}: regard={regard!r} is not one of {(*REGARD_LABELS, None)}")
+
+
+def load_labelled_pairs(
+    path: str | Path, forms_of: dict[str, tuple[str, ...]] | None = None
+) -> list[LabelledPair]:
+    """Load a file of the dev-set schema; the judged occurrence is the keyword's first one."""
+    path = Path(path)
+    if not path.is_file():
+        raise FairStreamError(f"{path}: labels file not found")
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = json.loads(line)
+                text, keyword, gloss = rec["text"], rec["keyword"].lower(), rec["gloss"]
+            except (json.JSONDecodeError, KeyError, AttributeError) as exc:
+                raise FairStreamError(
+                    f"{where}: not a labelled pair ({exc}); expected fields text, keyword, gloss, wsd, regard"
+                ) from None
+            _check_labels(where, rec.get("wsd"), rec.get("regard"))
+            span = (rec["kw_start"], rec["kw_end"]) if "kw_start" in rec else None
+            span = span or first_occurrence(text, keyword, (forms_of or {}).get(keyword, ()))
+            if span is None:
+                raise FairStreamError(f"{where}: keyword {keyword!r} does not occur in the text")
+            out.append(
+                LabelledPair(
+                    uid=str(rec.get("uid", f"{path.name}:{lineno}")),
+                    mention=MentionInput(text, span[0], span[1], keyword, gloss),
+                    attribute_class=rec.get("class", ""),
+                    wsd=rec["wsd"],
+                    regard=rec.get("regard") if rec["wsd"] == "yes" else None,
+                    source=str(rec.get("source", rec.get("pool", path.stem))),
+                )
+            )
+    return out
+
+
+def load_standoff(path: str | Path, corpus_dir: str | Path) -> list[LabelledPair]:
+    """Resolve a stand-off label file against the corpus folder it points into."""
+    path, corpus_dir = Path(path), Path(corpus_dir)
+    records = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+    needed: dict[str, set[str]] = {}
+    for rec in records:
+        needed.setdefault(rec["file"], set()).add(rec["doc_id"])
+    docs: dict[tuple[str, str], str] = {}
+    for fname, ids in needed.items():
+        fpath = corpus_dir / fname
+        if not fpath.is_file():
+            raise FairStreamError(
+                f"{path}: points into {fpath}, which does not exist; pass the corpus folder"
+            )
+        with gzip.open(fpath, "rt", encoding="utf-8") as f:
+            for line in f:
+                doc = json.loads(line)
+                if doc["id"] in ids:
+                    docs[(fname, doc["id"])] = doc["text"]
+    out = []
+    for rec in records:
+        where = f"{path}: uid {rec['uid']}"
+        doc_text = docs.get((rec["file"], rec["doc_id"]))
+        if doc_text is None:
+            raise FairStreamError(f"{where}: document {rec['doc_id']!r} not found in {rec['file']}")
+        _check_labels(where, rec["wsd"], rec["regard"])
+        s0 = rec["sent_start"]
+        sentence = doc_text[s0 : rec["sent_end"]]
+        start, end = rec["kw_start"] - s0, rec["kw_end"] - s0
+        if not sentence[start:end].lower().replace("-", "").startswith(rec["keyword"].replace("-", "")):
+            raise FairStreamError(f"{where}: offsets do not point at {rec['keyword']!r} (corpus changed?)")
+        out.append(
+            LabelledPair(
+                uid=rec["uid"],
+                mention=MentionInput(sentence, start, end, rec["keyword"], rec["gloss"]),
+                attribute_class=rec["class"],
+                wsd=rec["wsd"],
+                regard=rec["regard"] if rec["wsd"] == "yes" else None,
+                source=rec.get("annotator", "corpus"),
+            )
+        )
+    return out

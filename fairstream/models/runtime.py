@@ -1,0 +1,227 @@
+"""ONNX Runtime inference for the joint WSD + regard cross-encoder.
+
+A model directory holds ``config.json``, ``tokenizer.json`` and one or more ONNX files (int8 for
+CPU, optionally fp16 for CUDA, since dynamic int8 quantization does not run on the CUDA execution
+provider). Sessions are created lazily in each process that predicts, so a ``JointModel`` pickles
+into DataLoader workers and Ray tasks without carrying a session.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fairstream.errors import MissingDependencyError, ModelError
+from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, encode_batch
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "joint-v1"
+_PROVIDER_PREFERENCE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Model output for one mention."""
+
+    wsd_probs: tuple[float, float, float]  # in WSD_LABELS order: no, yes, unsure
+    regard_probs: tuple[float, float, float]  # in REGARD_LABELS order: negative, neutral, positive
+    person: bool  # P(wsd = yes) >= the model's threshold
+    regard: str | None  # argmax regard when ``person``, else None
+
+    @property
+    def wsd_score(self) -> float:
+        """Probability that the keyword refers to a person with the attribute."""
+        return self.wsd_probs[1]
+
+    @property
+    def wsd(self) -> str:
+        """Most likely WSD label, with ``yes`` decided by the threshold."""
+        if self.person:
+            return "yes"
+        return "unsure" if self.wsd_probs[2] > self.wsd_probs[0] else "no"
+
+
+def default_model_dir(name: str = DEFAULT_MODEL) -> Path:
+    """Folder of a model shipped inside the package."""
+    return Path(str(resources.files("fairstream") / "data" / "models" / name))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class JointModel:
+    """Joint WSD + regard classifier over ONNX Runtime.
+
+    Args:
+        model_dir: model folder; ``None`` means the shipped default ``joint-v1``.
+        providers: ONNX Runtime execution providers in order of preference; ``None`` picks from
+            what is installed (TensorRT, CUDA, then CPU).
+        batch_size: mentions per forward pass (inputs are length-sorted to cut padding).
+        intra_op_threads: threads per session; ``None`` lets ONNX Runtime decide.
+    """
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        *,
+        providers: list[str] | None = None,
+        batch_size: int = 32,
+        intra_op_threads: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size} must be >= 1")
+        self.model_dir = Path(model_dir) if model_dir is not None else default_model_dir()
+        self.batch_size = batch_size
+        self.intra_op_threads = intra_op_threads
+        self._requested_providers = providers
+        self.config = self._read_config()
+        self.name: str = self.config["name"]
+        self.max_length: int = int(self.config.get("max_length", 256))
+        self.wsd_threshold: float = float(self.config.get("wsd_threshold", 0.5))
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+        self.providers: list[str] = []
+
+    def _read_config(self) -> dict[str, Any]:
+        cfg_path = self.model_dir / "config.json"
+        if not cfg_path.is_file():
+            raise ModelError(
+                f"{cfg_path}: model config not found. Pass the folder of a fairstream model (config.json, "
+                "tokenizer.json, *.onnx), reinstall fairstream to restore the shipped model, or train one "
+                "with export/train.py"
+            )
+        try:
+            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ModelError(f"{cfg_path}: corrupt model config ({exc}); re-export the model") from None
+        for key in ("name", "onnx"):
+            if key not in cfg:
+                raise ModelError(
+                    f"{cfg_path}: missing field {key!r}; re-export the model with export/export_onnx.py"
+                )
+        return cfg
+
+    # -- lazy, per-process resources -------------------------------------------------------------
+    def _ensure_loaded(self) -> None:
+        if self._session is not None and self._pid == os.getpid():
+            return
+        with self._lock:
+            if self._session is not None and self._pid == os.getpid():
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+            except ImportError as exc:  # pragma: no cover - both are core dependencies
+                raise MissingDependencyError(
+                    f"{exc.name} is required for inference: pip install fairstream"
+                ) from exc
+            tok_path = self.model_dir / "tokenizer.json"
+            if not tok_path.is_file():
+                raise ModelError(f"{tok_path}: tokenizer not found; re-export the model")
+            try:
+                tokenizer = Tokenizer.from_file(str(tok_path))
+            except Exception as exc:
+                raise ModelError(f"{tok_path}: corrupt tokenizer ({exc}); re-export the model") from None
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            available = ort.get_available_providers()
+            wanted = self._requested_providers or [p for p in _PROVIDER_PREFERENCE if p in available]
+            missing = [p for p in wanted if p not in available]
+            if missing:
+                raise ModelError(f"providers {missing} are not available; installed: {available}")
+            onnx_file = self._onnx_file_for(wanted[0])
+            opts = ort.SessionOptions()
+            if self.intra_op_threads is not None:
+                opts.intra_op_num_threads = self.intra_op_threads
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            try:
+                session = ort.InferenceSession(str(onnx_file), sess_options=opts, providers=wanted)
+            except Exception as exc:
+                raise ModelError(
+                    f"{onnx_file}: cannot load ONNX model ({type(exc).__name__}: {exc}); re-export it"
+                ) from None
+            self._input_names = {i.name for i in session.get_inputs()}
+            self._tokenizer, self._session, self._pid = tokenizer, session, os.getpid()
+            self.providers = session.get_providers()
+            logger.info("loaded %s from %s with providers %s", self.name, onnx_file, self.providers)
+
+    def _onnx_file_for(self, provider: str) -> Path:
+        files: dict[str, str] = self.config["onnx"]
+        order = ("fp16", "fp32", "int8") if provider != "CPUExecutionProvider" else ("int8", "fp32")
+        for kind in order:
+            if kind in files:
+                path = self.model_dir / files[kind]
+                if not path.is_file():
+                    raise ModelError(
+                        f"{path}: ONNX file listed in config.json is missing; re-export the model"
+                    )
+                return path
+        raise ModelError(
+            f"{self.model_dir}/config.json: no ONNX file usable with {provider} (have {sorted(files)})"
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "model_dir": str(self.model_dir),
+            "providers": self._requested_providers,
+            "batch_size": self.batch_size,
+            "intra_op_threads": self.intra_op_threads,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["model_dir"],
+            providers=state["providers"],
+            batch_size=state["batch_size"],
+            intra_op_threads=state["intra_op_threads"],
+        )
+
+    # -- inference ---------------------------------------------------------------------------------
+    def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
+        """Raw WSD and regard logits, in input order (shapes ``(n, 3)`` and ``(n, 3)``)."""
+        self._ensure_loaded()
+        n = len(items)
+        wsd = np.zeros((n, len(WSD_LABELS)), dtype=np.float32)
+        regard = np.zeros((n, len(REGARD_LABELS)), dtype=np.float32)
+        order = sorted(range(n), key=lambda i: len(items[i].text))
+        for lo in range(0, n, self.batch_size):
+            idx = order[lo : lo + self.batch_size]
+            feeds = encode_batch(self._tokenizer, [items[i] for i in idx], self.max_length)
+            feeds = {k: v for k, v in feeds.items() if k in self._input_names}
+            out_wsd, out_regard = self._session.run(["wsd_logits", "regard_logits"], feeds)
+            wsd[idx] = out_wsd
+            regard[idx] = out_regard
+        return wsd, regard
+
+    def predict(self, items: list[MentionInput]) -> list[Prediction]:
+        """Predictions for a batch of mentions, in input order."""
+        if not items:
+            return []
+        wsd_logits, regard_logits = self.predict_logits(items)
+        wsd_p, reg_p = _softmax(wsd_logits), _softmax(regard_logits)
+        out = []
+        for w, r in zip(wsd_p, reg_p, strict=True):
+            person = bool(w[1] >= self.wsd_threshold)
+            out.append(
+                Prediction(
+                    wsd_probs=(float(w[0]), float(w[1]), float(w[2])),
+                    regard_probs=(float(r[0]), float(r[1]), float(r[2])),
+                    person=person,
+                    regard=REGARD_LABELS[int(r.argmax())] if person else None,
+                )
+            )
+        return out

@@ -1,0 +1,798 @@
+"""Co-occurrence counts of words with protected attributes, by regard: the input of every bias score.
+
+For each attribute class ``A``, attribute (keyword) ``a`` and regard ``r`` a
+:class:`CooccurrenceCounts` keeps
+
+* ``n(a, r)``: the number of sentences that mention ``a`` in its person sense with regard ``r``;
+* ``N(a, r)``: the number of word tokens counted in those sentences (exact, never pruned);
+* ``c(w, a, r)``: how often word ``w`` occurs in those sentences.
+
+Words are NLTK word tokens, lowercased; punctuation, numbers and NLTK stopwords are left out (all
+configurable). A sentence that mentions several attributes (or one attribute with two regards)
+counts once for each distinct ``(class, keyword, regard)`` triple.
+
+Counts are values (STYLE habit 3): they add with ``+`` (and ``sum``), serialize to JSON and merge
+across workers, shards and machines. Merging is exact: ``a + b`` equals counting both streams in
+one object.
+
+Bounded memory (lossy counting, Manku & Motwani 2002). With ``prune_every=P`` the stream is cut
+into buckets of ``P`` counted sentences. At the end of each bucket the error bound ``E`` grows by
+one and every word entry with ``c + delta <= E`` is deleted, where ``delta`` is the largest count
+the entry may have lost before it was (re)inserted (``E`` at insertion time). This keeps the
+invariant, for every word, attribute and regard::
+
+    c_true - error_bound <= c_stored <= c_true        (c_stored = 0 for deleted words)
+
+so ``error_bound`` (reported by :meth:`CooccurrenceCounts.memory_report` and written into every
+serialized count) is the maximum possible undercount of any single ``c(w, a, r)``. It grows by
+one per bucket, i.e. it is at most ``sentences_counted / P``; the number of entries kept is
+``O(P * log(sentences / P))`` instead of growing with the vocabulary of the whole stream. Sums
+over regards, ``c(w, a)``, can be undercounted by up to ``len(regards) * error_bound``. Merging
+two pruned counts adds their bounds. ``prune_every=None`` counts exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import logging
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from fairstream.errors import FairStreamError, InvalidDocumentError
+
+logger = logging.getLogger(__name__)
+
+COUNTS_FORMAT = "fairstream-cooccurrence-v1"
+REGARDS = ("positive", "neutral", "negative")
+UNKNOWN_REGARD = "unknown"  # person mentions whose regard is null in the annotation
+REGARD_LABELS = (*REGARDS, UNKNOWN_REGARD)
+DEFAULT_PRUNE_EVERY = 100_000
+WHICH = ("kept", "all")
+
+Key = tuple[str, str, str]  # (attribute class, keyword, regard label)
+
+# NLTK's word tokenizer splits clitics off ("don't" -> "do", "n't"); they are function words.
+CLITICS = frozenset({"'s", "n't", "'re", "'ve", "'ll", "'d", "'m", "\u2019s", "n\u2019t", "'t"})
+
+# Used only when NLTK's stopwords corpus is not installed (a warning says so).
+BUILTIN_STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "o",
+        "re",
+        "ve",
+        "y",
+        "don",
+        "didn",
+        "doesn",
+        "isn",
+        "wasn",
+        "weren",
+        "won",
+    ]
+)
+
+NLTK_STOPWORDS_FIX = (
+    "set NLTK_DATA to a folder that holds corpora/stopwords (e.g. ../shared/data/nltk_data), "
+    "or run: python -m nltk.downloader stopwords"
+)
+
+_HAS_ALNUM = re.compile(r"[^\W_]")
+_HAS_ALPHA = re.compile(r"[^\W\d_]")
+
+
+def _nltk_stopwords(language: str) -> frozenset[str]:
+    from nltk.corpus import stopwords
+
+    return frozenset(stopwords.words(language))
+
+
+class CooccurrenceCounts:
+    """Mergeable counts of words co-occurring with protected attributes (person sense), by regard.
+
+    Args:
+        lowercase: Lowercase tokens before counting.
+        stopwords: Words to leave out. A language name (``"english"``, the default) loads NLTK's
+            list and, for English only, falls back to a small built-in list with a warning when
+            the NLTK corpus is missing; ``"nltk:<language>"`` requires NLTK's list (loaded when
+            counting starts); ``"builtin"`` uses the built-in English list; ``None`` keeps every
+            word; any other iterable is a custom list. Clitics (``'s``, ``n't``, ...) are
+            stopwords whenever a list is used.
+        drop_punctuation: Leave out tokens without any letter or digit.
+        keep_numbers: Count tokens that have digits but no letter (``"1990"``).
+        min_token_length: Leave out tokens shorter than this many characters.
+        prune_every: Counted sentences per lossy-counting bucket (see the module docstring);
+            ``None`` counts exactly with unbounded memory.
+
+    Raises:
+        ValueError: An argument is out of range.
+    """
+
+    def __init__(
+        self,
+        *,
+        lowercase: bool = True,
+        stopwords: str | Iterable[str] | None = "english",
+        drop_punctuation: bool = True,
+        keep_numbers: bool = False,
+        min_token_length: int = 1,
+        prune_every: int | None = DEFAULT_PRUNE_EVERY,
+    ) -> None:
+        if not isinstance(min_token_length, int) or min_token_length < 1:
+            raise ValueError(f"min_token_length={min_token_length!r} must be an int >= 1")
+        if prune_every is not None and (not isinstance(prune_every, int) or prune_every < 1):
+            raise ValueError(f"prune_every={prune_every!r} must be None (exact counts) or an int >= 1")
+        self.lowercase = bool(lowercase)
+        self.drop_punctuation = bool(drop_punctuation)
+        self.keep_numbers = bool(keep_numbers)
+        self.min_token_length = min_token_length
+        self.prune_every = prune_every
+        self._stop_name, self._stop_custom, self._stop = self._resolve_stopwords(stopwords)
+        self._tokenizer: Any = None
+
+        self._words: dict[Key, Counter[str]] = {}
+        self._deltas: dict[Key, dict[str, int]] = {}
+        self._sentences: Counter[Key] = Counter()
+        self._tokens: Counter[Key] = Counter()
+        self.totals: Counter[str] = Counter(
+            {"documents": 0, "sentences_seen": 0, "sentences_counted": 0, "mentions": 0}
+        )
+        self.provenance: Counter[str] = Counter()
+        self.error_bound = 0
+        self.n_prunes = 0
+        self._since_prune = 0
+
+    # -- configuration ------------------------------------------------------------------------
+    @staticmethod
+    def _resolve_stopwords(
+        spec: str | Iterable[str] | None,
+    ) -> tuple[str, tuple[str, ...] | None, frozenset[str] | None]:
+        """(name written into the config, custom list or None, loaded set or None if lazy)."""
+        if spec is None or spec == "none":
+            return "none", None, frozenset()
+        if isinstance(spec, str):
+            if spec in ("builtin", "builtin:english"):
+                return "builtin:english", None, BUILTIN_STOPWORDS | CLITICS
+            if spec.startswith("nltk:"):
+                if not spec[5:]:
+                    raise ValueError(f"stopwords={spec!r} needs a language, e.g. 'nltk:english'")
+                return spec, None, None  # strict, loaded when counting starts
+            if spec == "custom":
+                raise ValueError("stopwords='custom' needs the list itself: pass an iterable of words")
+            try:
+                return f"nltk:{spec}", None, _nltk_stopwords(spec) | CLITICS
+            except LookupError:
+                if spec != "english":
+                    raise ValueError(
+                        f"stopwords={spec!r}: NLTK stopwords for {spec!r} not found; {NLTK_STOPWORDS_FIX}"
+                    ) from None
+                logger.warning(
+                    "NLTK stopwords not found; using fairstream's built-in English list (%d words). "
+                    "Counts made this way do not merge with counts that used NLTK's list. To use NLTK's: %s",
+                    len(BUILTIN_STOPWORDS),
+                    NLTK_STOPWORDS_FIX,
+                )
+                return "builtin:english", None, BUILTIN_STOPWORDS | CLITICS
+            except OSError:
+                raise ValueError(
+                    f"stopwords={spec!r} is not a language of NLTK's stopwords corpus; pass e.g. 'english', "
+                    "'builtin', None or a list of words"
+                ) from None
+        words = tuple(sorted({str(w).lower() for w in spec}))
+        return "custom", words, frozenset(words) | CLITICS
+
+    def _stopset(self) -> frozenset[str]:
+        if self._stop is None:
+            language = self._stop_name[5:]
+            try:
+                self._stop = _nltk_stopwords(language) | CLITICS
+            except (LookupError, OSError):
+                raise FairStreamError(
+                    f"these counts were made with NLTK's {language!r} stopwords, which are not installed "
+                    f"here; counting on would change the word filter: {NLTK_STOPWORDS_FIX}"
+                ) from None
+        return self._stop
+
+    def config(self) -> dict[str, Any]:
+        """The word filter as a JSON-able dict (two counts merge only when these are equal)."""
+        out: dict[str, Any] = {
+            "lowercase": self.lowercase,
+            "stopwords": self._stop_name,
+            "drop_punctuation": self.drop_punctuation,
+            "keep_numbers": self.keep_numbers,
+            "min_token_length": self.min_token_length,
+        }
+        if self._stop_custom is not None:
+            out["stopword_list"] = list(self._stop_custom)
+        return out
+
+    def _check_compatible(self, other: CooccurrenceCounts) -> None:
+        mine, theirs = self.config(), other.config()
+        for name in mine.keys() | theirs.keys():
+            if mine.get(name) != theirs.get(name):
+                shown_mine = mine.get(name) if name != "stopword_list" else "<list>"
+                shown_theirs = theirs.get(name) if name != "stopword_list" else "<different list>"
+                raise ValueError(
+                    f"cannot merge counts made with different word filters: {name}={shown_mine!r} vs "
+                    f"{name}={shown_theirs!r}; recount one of them with the other's settings"
+                )
+
+    # -- counting -----------------------------------------------------------------------------
+    def filter_tokens(self, tokens: Iterable[str]) -> list[str]:
+        """The tokens that are counted, normalised (lowercased unless ``lowercase=False``)."""
+        stop = self._stop if self._stop is not None else self._stopset()
+        out = []
+        min_len = self.min_token_length
+        for tok in tokens:
+            word = tok.lower() if self.lowercase else tok
+            if len(word) < min_len:
+                continue
+            if not word.isalpha():
+                if _HAS_ALNUM.search(word) is None:
+                    if self.drop_punctuation:
+                        continue
+                elif not self.keep_numbers and _HAS_ALPHA.search(word) is None:
+                    continue
+            if stop and (word if self.lowercase else word.lower()) in stop:
+                continue
+            out.append(word)
+        return out
+
+    def tokenize(self, text: str) -> list[str]:
+        """NLTK word tokens of ``text`` after the word filter."""
+        if self._tokenizer is None:
+            from fairstream.text import WordTokenizer
+
+            self._tokenizer = WordTokenizer()
+        return self.filter_tokens(self._tokenizer.tokenize(text))
+
+    def add_sentence(
+        self,
+        tokens_or_text: str | Sequence[str],
+        attributes: Iterable[tuple[str, str, str | None]],
+    ) -> int:
+        """Count one sentence for each distinct ``(class, keyword, regard)`` it mentions.
+
+        Args:
+            tokens_or_text: The sentence as text (tokenized with NLTK) or as word tokens; either
+                way the word filter is applied.
+            attributes: ``(attribute_class, keyword, regard)`` of each person-sense mention;
+                ``regard`` is ``"positive"``, ``"neutral"``, ``"negative"`` or ``None`` (counted
+                as ``"unknown"``). Repeats count once.
+
+        Returns:
+            The number of word tokens counted per attribute (0 when ``attributes`` is empty).
+
+        Raises:
+            ValueError: A regard label is not one of the allowed values.
+        """
+        triples: set[Key] = set()
+        n_mentions = 0
+        for item in attributes:
+            try:
+                cls_name, keyword, regard = item
+            except (TypeError, ValueError):
+                raise ValueError(f"attribute {item!r} must be a (class, keyword, regard) tuple") from None
+            label = UNKNOWN_REGARD if regard is None else regard
+            if label not in REGARD_LABELS:
+                raise ValueError(f"regard={regard!r} of {keyword!r} is not one of {(*REGARDS, None)}")
+            triples.add((str(cls_name), str(keyword), label))
+            n_mentions += 1
+        if not triples:
+            return 0
+        words = (
+            self.tokenize(tokens_or_text)
+            if isinstance(tokens_or_text, str)
+            else self.filter_tokens(tokens_or_text)
+        )
+        bound = self.error_bound
+        unique = set(words) if bound else ()
+        for key in triples:
+            counter = self._words.get(key)
+            if counter is None:
+                counter = self._words[key] = Counter()
+            if bound:
+                new = [w for w in unique if w not in counter]
+                if new:
+                    deltas = self._deltas.setdefault(key, {})
+                    for w in new:
+                        deltas[w] = bound
+            counter.update(words)
+            self._sentences[key] += 1
+            self._tokens[key] += len(words)
+        self.totals["sentences_counted"] += 1
+        self.totals["mentions"] += n_mentions
+        self._since_prune += 1
+        if self.prune_every is not None and self._since_prune >= self.prune_every:
+            self.prune()
+        return len(words)
+
+    def consume(
+        self, text: str, annotation: Mapping[str, Any], which: Literal["kept", "all"] = "kept"
+    ) -> int:
+        """Count one document from the stream's annotation (the sidecar hook).
+
+        Only mentions with ``"person": true`` are counted; offsets are into ``text``.
+
+        Args:
+            text: The document text the annotation refers to.
+            annotation: The stream's per-document annotation dict (``doc_index``, ``id``,
+                ``taxonomy``, ``model``, ``sentences`` with ``start``, ``end``, ``kept`` and
+                ``mentions``).
+            which: ``"kept"`` counts only sentences the filter kept (the data after filtering);
+                ``"all"`` counts every annotated sentence (the data before filtering).
+
+        Returns:
+            The number of sentences counted.
+
+        Raises:
+            ValueError: ``which`` is not allowed.
+            InvalidDocumentError: The annotation does not fit the text (bad offsets or fields).
+        """
+        if which not in WHICH:
+            raise ValueError(f"which={which!r} is not one of {WHICH}")
+        where = f"document {annotation.get('doc_index')!r} (id={annotation.get('id')!r})"
+        sentences = annotation.get("sentences")
+        if not isinstance(sentences, list):
+            raise InvalidDocumentError(f"{where}: annotation field 'sentences' must be a list")
+        self.totals["documents"] += 1
+        self.provenance[f"{annotation.get('taxonomy')}/{annotation.get('model')}"] += 1
+        counted = 0
+        for i, sent in enumerate(sentences):
+            if which == "kept" and not sent.get("kept"):
+                continue
+            self.totals["sentences_seen"] += 1
+            triples = [
+                (m["class"], m["keyword"], m.get("regard"))
+                for m in sent.get("mentions", ())
+                if m.get("person") is True
+            ]
+            if not triples:
+                continue
+            start, end = sent.get("start"), sent.get("end")
+            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text)):
+                raise InvalidDocumentError(
+                    f"{where}: sentence {i} has offsets start={start!r}, end={end!r} outside the text "
+                    f"(0..{len(text)}); pass the same text that was annotated"
+                )
+            self.add_sentence(text[start:end], triples)
+            counted += 1
+        return counted
+
+    def prune(self) -> None:
+        """End a lossy-counting bucket: raise ``error_bound`` by one and drop rare word entries.
+
+        Every entry with ``c + delta <= error_bound`` (after the increase) is deleted; see the
+        module docstring for why no count is then undercounted by more than ``error_bound``.
+        """
+        threshold = self.error_bound + 1
+        for key, counter in self._words.items():
+            deltas = self._deltas.get(key)
+            if deltas:
+                kept = Counter({w: c for w, c in counter.items() if c + deltas.get(w, 0) > threshold})
+                new_deltas = {w: d for w, d in deltas.items() if w in kept}
+                if new_deltas:
+                    self._deltas[key] = new_deltas
+                else:
+                    del self._deltas[key]
+            else:
+                kept = Counter({w: c for w, c in counter.items() if c > threshold})
+            self._words[key] = kept
+        self.error_bound = threshold
+        self.n_prunes += 1
+        self._since_prune = 0
+        logger.debug("pruned co-occurrence counts: %d entries, error bound %d", self.n_entries, threshold)
+
+    # -- values: add, copy, compare -----------------------------------------------------------
+    def copy(self) -> CooccurrenceCounts:
+        """A deep copy."""
+        out = CooccurrenceCounts.from_dict(self.to_dict())
+        out._stop = self._stop
+        return out
+
+    def __iadd__(self, other: CooccurrenceCounts) -> CooccurrenceCounts:
+        if not isinstance(other, CooccurrenceCounts):
+            return NotImplemented
+        self._check_compatible(other)
+        if other is self:
+            other = other.copy()
+        e_self, e_other = self.error_bound, other.error_bound
+        for key in self._words.keys() | other._words.keys():
+            mine = self._words.get(key)
+            if mine is None:
+                mine = self._words[key] = Counter()
+            theirs = other._words.get(key, Counter())
+            if e_self or e_other:
+                # an entry missing on one side may have lost up to that side's error bound there
+                d_mine, d_theirs = self._deltas.get(key, {}), other._deltas.get(key, {})
+                merged: dict[str, int] = {}
+                for w in mine.keys() | theirs.keys():
+                    d = (d_mine.get(w, 0) if w in mine else e_self) + (
+                        d_theirs.get(w, 0) if w in theirs else e_other
+                    )
+                    if d:
+                        merged[w] = d
+                if merged:
+                    self._deltas[key] = merged
+                else:
+                    self._deltas.pop(key, None)
+            mine.update(theirs)
+        self._sentences.update(other._sentences)
+        self._tokens.update(other._tokens)
+        self.totals.update(other.totals)
+        self.provenance.update(other.provenance)
+        self.error_bound = e_self + e_other
+        self.n_prunes += other.n_prunes
+        self._since_prune += other._since_prune
+        return self
+
+    def __add__(self, other: CooccurrenceCounts) -> CooccurrenceCounts:
+        if not isinstance(other, CooccurrenceCounts):
+            return NotImplemented
+        out = self.copy()
+        out += other
+        return out
+
+    def __radd__(self, other: object) -> CooccurrenceCounts:
+        # lets sum(parts) work: sum starts from 0
+        if isinstance(other, int) and other == 0:
+            return self.copy()
+        return NotImplemented
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CooccurrenceCounts):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"CooccurrenceCounts(attributes={len(self.attributes())}, "
+            f"sentences={self.totals['sentences_counted']}, entries={self.n_entries}, "
+            f"error_bound={self.error_bound})"
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.to_dict()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(CooccurrenceCounts.from_dict(state).__dict__)
+
+    # -- serialization ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (deterministic: keys and words sorted); round-trips via ``from_dict``."""
+        entries = []
+        for key in sorted(self._words.keys() | self._sentences.keys()):
+            cls_name, keyword, regard = key
+            words = self._words.get(key, Counter())
+            deltas = self._deltas.get(key, {})
+            entries.append(
+                {
+                    "class": cls_name,
+                    "keyword": keyword,
+                    "regard": regard,
+                    "sentences": self._sentences[key],
+                    "tokens": self._tokens[key],
+                    "words": {w: words[w] for w in sorted(words)},
+                    "deltas": {w: deltas[w] for w in sorted(deltas)},
+                }
+            )
+        return {
+            "format": COUNTS_FORMAT,
+            "config": self.config(),
+            "pruning": {
+                "prune_every": self.prune_every,
+                "error_bound": self.error_bound,
+                "n_prunes": self.n_prunes,
+                "sentences_since_prune": self._since_prune,
+            },
+            "totals": {k: self.totals[k] for k in sorted(self.totals)},
+            "provenance": {k: self.provenance[k] for k in sorted(self.provenance)},
+            "attributes": entries,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> CooccurrenceCounts:
+        """Rebuild counts from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: The structure is not a fairstream co-occurrence count.
+        """
+        if not isinstance(data, Mapping) or data.get("format") != COUNTS_FORMAT:
+            got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+            raise ValueError(f"{source}: format={got!r}, expected {COUNTS_FORMAT!r}")
+        try:
+            config = dict(data["config"])
+            pruning = data["pruning"]
+            stop_name = config.pop("stopwords")
+            stop_list = config.pop("stopword_list", None)
+            stopwords: str | Iterable[str] | None = stop_list if stop_name == "custom" else stop_name
+            out = cls(stopwords=stopwords, prune_every=pruning["prune_every"], **config)
+            out.error_bound = int(pruning["error_bound"])
+            out.n_prunes = int(pruning["n_prunes"])
+            out._since_prune = int(pruning["sentences_since_prune"])
+            out.totals = Counter({k: int(v) for k, v in data["totals"].items()})
+            out.provenance = Counter({k: int(v) for k, v in data["provenance"].items()})
+            for entry in data["attributes"]:
+                regard = entry["regard"]
+                if regard not in REGARD_LABELS:
+                    raise ValueError(f"regard {regard!r} is not one of {REGARD_LABELS}")
+                key = (str(entry["class"]), str(entry["keyword"]), regard)
+                out._words[key] = Counter({str(w): int(c) for w, c in entry["words"].items()})
+                if entry.get("deltas"):
+                    out._deltas[key] = {str(w): int(d) for w, d in entry["deltas"].items()}
+                out._sentences[key] = int(entry["sentences"])
+                out._tokens[key] = int(entry["tokens"])
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(
+                f"{source}: malformed co-occurrence counts ({type(exc).__name__}: {exc})"
+            ) from None
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        """Write JSON atomically (temporary file, then ``os.replace``); ``.gz`` paths are gzipped.
+
+        Returns:
+            The path written.
+        """
+        path = Path(path)
+        payload = json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if path.suffix == ".gz":
+            payload = gzip.compress(payload, mtime=0)
+        atomic_write_bytes(path, payload)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> CooccurrenceCounts:
+        """Read counts written by :meth:`save`.
+
+        Raises:
+            ValueError: The file is not valid JSON or not fairstream counts.
+        """
+        path = Path(path)
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc}); expected counts written by save()") from None
+        return cls.from_dict(data, source=str(path))
+
+    # -- queries ------------------------------------------------------------------------------
+    def keys(self) -> list[Key]:
+        """Sorted ``(class, keyword, regard)`` triples that have been counted."""
+        return sorted(self._sentences)
+
+    def classes(self) -> list[str]:
+        """Sorted attribute classes that have been counted."""
+        return sorted({c for c, _, _ in self._sentences})
+
+    def attributes(self, attribute_class: str | None = None) -> list[tuple[str, str]]:
+        """Sorted ``(class, keyword)`` pairs that have been counted, optionally of one class."""
+        return sorted(
+            {(c, k) for c, k, _ in self._sentences if attribute_class is None or c == attribute_class}
+        )
+
+    def _regards(self, regard: str | None) -> tuple[str, ...]:
+        if regard is None:
+            return REGARD_LABELS
+        if regard not in REGARD_LABELS:
+            raise ValueError(f"regard={regard!r} is not one of {REGARD_LABELS} or None (all)")
+        return (regard,)
+
+    def sentence_count(self, attribute_class: str, keyword: str, regard: str | None = None) -> int:
+        """``n(a, r)``: sentences counted for the attribute (all regards when ``regard`` is None)."""
+        return sum(self._sentences.get((attribute_class, keyword, r), 0) for r in self._regards(regard))
+
+    def token_total(self, attribute_class: str, keyword: str, regard: str | None = None) -> int:
+        """``N(a, r)``: word tokens counted for the attribute (exact, not affected by pruning)."""
+        return sum(self._tokens.get((attribute_class, keyword, r), 0) for r in self._regards(regard))
+
+    def regard_distribution(self, attribute_class: str, keyword: str) -> dict[str, int]:
+        """Sentences per regard label (``positive``, ``neutral``, ``negative``, ``unknown``)."""
+        return {r: self._sentences.get((attribute_class, keyword, r), 0) for r in REGARD_LABELS}
+
+    def word_counts(self, attribute_class: str, keyword: str, regard: str | None = None) -> Counter[str]:
+        """``c(w, a, r)`` for all words (summed over regards when ``regard`` is None), as a new Counter."""
+        out: Counter[str] = Counter()
+        for r in self._regards(regard):
+            counter = self._words.get((attribute_class, keyword, r))
+            if counter:
+                out.update(counter)
+        return out
+
+    def count(self, attribute_class: str, keyword: str, word: str, regard: str | None = None) -> int:
+        """``c(w, a, r)`` of one word (summed over regards when ``regard`` is None)."""
+        return sum(
+            self._words.get((attribute_class, keyword, r), Counter()).get(word, 0)
+            for r in self._regards(regard)
+        )
+
+    def count_bounds(self, attribute_class: str, keyword: str, word: str, regard: str) -> tuple[int, int]:
+        """Interval ``(low, high)`` that holds the true ``c(w, a, r)`` despite pruning."""
+        self._regards(regard)
+        key = (attribute_class, keyword, regard)
+        counter = self._words.get(key, Counter())
+        if word in counter:
+            return counter[word], counter[word] + self._deltas.get(key, {}).get(word, 0)
+        return 0, self.error_bound
+
+    @property
+    def n_entries(self) -> int:
+        """Number of stored word entries (what memory grows with)."""
+        return sum(len(c) for c in self._words.values())
+
+    def memory_report(self) -> dict[str, Any]:
+        """Size and accuracy of the counts: entries, pruning settings and the error bound."""
+        return {
+            "entries": self.n_entries,
+            "delta_entries": sum(len(d) for d in self._deltas.values()),
+            "attribute_regard_keys": len(self._sentences),
+            "prune_every": self.prune_every,
+            "n_prunes": self.n_prunes,
+            "error_bound": self.error_bound,
+            "sentences_counted": self.totals["sentences_counted"],
+            "bound_meaning": "each c(w,a,r) is undercounted by at most error_bound (never overcounted)",
+        }
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))

@@ -1,0 +1,382 @@
+"""FairStream: a torch ``IterableDataset`` that keeps each attribute's negative regard under a cap.
+
+Pipeline per document: prefilter -> sentence split + length filter -> keyword mentions -> WSD ->
+regard for person mentions -> cap decision. Model calls are batched over a bounded look-ahead
+window of documents; the cap decisions are made when documents are emitted, in input order, so
+that ``state_dict()`` taken between two documents restores exactly: a resumed stream yields what
+the uninterrupted one would have.
+
+Sharding: under ``DataLoader(num_workers=k)`` and DDP ranks the source is split by document index
+(document ``i`` goes to shard ``i mod (world_size * k)``), so no document is duplicated or lost
+whatever the source. Each worker runs its own cap controller over its own output; every part obeys
+the cap, and so does their union.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch.utils.data import IterableDataset, get_worker_info
+
+from fairstream.errors import InvalidDocumentError
+from fairstream.io import OnError, check_on_error
+from fairstream.stream.cap import CapController, UnitCounts, sentence_regard
+from fairstream.stream.stats import StreamStats
+from fairstream.stream.tagger import MentionModel, TaggedDocument, Tagger
+from fairstream.taxonomy import Taxonomy
+from fairstream.text import (
+    DEFAULT_MAX_DOC_CHARS,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MIN_TOKENS,
+    LengthFilter,
+    SplitterName,
+    coerce_text,
+)
+
+logger = logging.getLogger(__name__)
+
+Granularity = Literal["sentence", "document"]
+GRANULARITIES = ("sentence", "document")
+Hook = Callable[[str, dict[str, Any]], None]
+
+
+class FairStream(IterableDataset):
+    """Wrap an iterable of documents and drop negative-regard text beyond a per-attribute cap.
+
+    Args:
+        source: documents: dicts (the text under ``text_field``) or strings; a list, a Hugging
+            Face ``Dataset``/``IterableDataset``, a generator, any iterable. Sequences are indexed
+            directly on resume; other iterables are re-read and skipped.
+        text_field: field holding the text of dict documents.
+        id_field: field used to name documents in errors and annotations (optional).
+        cap: kept negative share allowed per attribute (default 1%); ``1.0`` tags and counts only.
+        caps: per-keyword or per-class caps overriding ``cap``.
+        granularity: ``"sentence"`` removes dropped sentences (the rest stays byte-for-byte);
+            ``"document"`` drops whole documents.
+        seed: seed of the cap controller's generator.
+        model: a ``JointModel``, model folder or ``None`` for the shipped ``joint-v1``.
+        annotate: add an annotation dict to each output document under ``annotation_field``.
+        on_error: ``"raise"`` (default) or ``"skip"`` bad documents (counted in ``stats()``).
+        lookahead: documents read ahead to batch model calls.
+        warmup: kept mentions per attribute after which the share is guaranteed <= cap.
+        hooks: callables ``hook(original_text, annotation)`` run for every document (e.g. the
+            co-occurrence sidecar's ``consume``).
+        rank, world_size: DDP position; ``None`` reads ``torch.distributed`` if initialised.
+    """
+
+    def __init__(
+        self,
+        source: Iterable[Any],
+        *,
+        text_field: str = "text",
+        id_field: str | None = "id",
+        cap: float = 0.01,
+        caps: Mapping[str, float] | None = None,
+        granularity: Granularity = "sentence",
+        seed: int = 0,
+        model: MentionModel | str | Path | None = None,
+        taxonomy: Taxonomy | None = None,
+        annotate: bool = False,
+        annotation_field: str = "fairstream",
+        on_error: OnError = "raise",
+        lookahead: int = 64,
+        warmup: int = 100,
+        cache_size: int = 50_000,
+        min_tokens: int = DEFAULT_MIN_TOKENS,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_doc_chars: int | None = DEFAULT_MAX_DOC_CHARS,
+        splitter: SplitterName = "auto",
+        hooks: Sequence[Hook] = (),
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        if granularity not in GRANULARITIES:
+            raise ValueError(f"granularity={granularity!r} is not one of {GRANULARITIES}")
+        check_on_error(on_error)
+        if lookahead < 1:
+            raise ValueError(f"lookahead={lookahead} must be >= 1")
+        if (rank is None) != (world_size is None):
+            raise ValueError(f"give both rank and world_size or neither (got {rank=}, {world_size=})")
+        if world_size is not None and rank is not None and not 0 <= rank < world_size:
+            raise ValueError(f"rank={rank} must be in [0, world_size={world_size})")
+        self.source = source
+        self.text_field = text_field
+        self.id_field = id_field
+        self.granularity = granularity
+        self.annotate = annotate
+        self.annotation_field = annotation_field
+        self.on_error = on_error
+        self.lookahead = lookahead
+        self.max_doc_chars = max_doc_chars
+        self.hooks = list(hooks)
+        self._rank, self._world_size = rank, world_size
+        self.tagger = Tagger(
+            model,
+            taxonomy=taxonomy,
+            splitter=splitter,
+            length_filter=LengthFilter(min_tokens, max_tokens),
+            cache_size=cache_size,
+        )
+        self.taxonomy = self.tagger.taxonomy
+        self.controller = CapController(cap, caps=caps, taxonomy=self.taxonomy, warmup=warmup, seed=seed)
+        self._stats = StreamStats()
+        self._next_index = 0  # index (in the whole source) of the next document to emit
+        self._resume_index: int | None = None
+
+    # -- public API --------------------------------------------------------------------------------
+    def add_hook(self, hook: Hook) -> None:
+        """Run ``hook(original_text, annotation)`` for every document."""
+        self.hooks.append(hook)
+
+    def stats(self) -> dict[str, Any]:
+        """Mergeable counts (JSON-able); add several with ``StreamStats.from_dict(a) + ...``."""
+        out = self._stats.to_dict()
+        out["counters"]["model_calls"] = self.tagger.model_calls
+        out["counters"]["mentions_predicted"] = self.tagger.mentions_predicted
+        out["counters"]["cache_hits"] = self.tagger.cache_hits
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        """Position, tallies, generator and stats: everything needed to resume exactly."""
+        return {
+            "next_index": self._next_index,
+            "controller": self.controller.state_dict(),
+            "stats": self._stats.to_dict(),
+            "shard": list(self._shard()),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from ``state_dict()``; the next iteration continues after the last emitted document."""
+        shard = tuple(state.get("shard", self._shard()))
+        if shard != self._shard():
+            raise ValueError(f"state was saved for shard {shard} but this stream is shard {self._shard()}")
+        self.controller.load_state_dict(state["controller"])
+        self._stats = StreamStats.from_dict(state["stats"])
+        self._next_index = int(state["next_index"])
+        self._resume_index = self._next_index
+
+    # -- iteration ---------------------------------------------------------------------------------
+    def _shard(self) -> tuple[int, int]:
+        rank, world = self._rank, self._world_size
+        if rank is None or world is None:
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
+            else:
+                rank, world = 0, 1
+        info = get_worker_info()
+        workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        return rank * workers + worker, world * workers
+
+    def _indexed_source(self, start: int) -> Iterator[tuple[int, Any]]:
+        shard, n_shards = self._shard()
+        first = start if start % n_shards == shard else start + (shard - start) % n_shards
+        src = self.source
+        if isinstance(src, Sequence) or (
+            hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, Mapping)
+        ):
+            for i in range(first, len(src), n_shards):  # type: ignore[arg-type]
+                yield i, src[i]  # type: ignore[index]
+            return
+        for i, doc in enumerate(itertools.islice(src, first, None), start=first):
+            if (i - shard) % n_shards == 0:
+                yield i, doc
+
+    def __iter__(self) -> Iterator[Any]:
+        start = self._resume_index if self._resume_index is not None else 0
+        if self._resume_index is None:
+            self._next_index = 0
+        self._resume_index = None
+        _, n_shards = self._shard()
+        window: list[tuple[int, Any]] = []
+        for index, doc in self._indexed_source(start):
+            window.append((index, doc))
+            if len(window) >= self.lookahead:
+                yield from self._process_window(window, n_shards)
+                window = []
+        if window:
+            yield from self._process_window(window, n_shards)
+
+    def _process_window(self, window: list[tuple[int, Any]], n_shards: int) -> Iterator[Any]:
+        texts: list[str | InvalidDocumentError] = [self._text_of(index, doc) for index, doc in window]
+        tagged_iter = iter(self.tagger.tag_batch([t for t in texts if isinstance(t, str)]))
+        # everything that changes state happens here, document by document, so that a state_dict
+        # taken after any yielded document describes exactly what was emitted
+        for (index, doc), text in zip(window, texts, strict=True):
+            self._next_index = index + n_shards
+            self._stats.counters["docs_in"] += 1
+            if isinstance(text, InvalidDocumentError):
+                self._stats.skipped[text.reason] += 1
+                logger.warning("skipped %s", text)
+                continue
+            out = self._emit(index, doc, text, next(tagged_iter))
+            if out is not None:
+                yield out
+
+    def _doc_id(self, index: int, doc: Any) -> str:
+        if self.id_field and isinstance(doc, Mapping) and doc.get(self.id_field) is not None:
+            return f"document {index} (id={doc[self.id_field]!r})"
+        return f"document {index}"
+
+    def _text_of(self, index: int, doc: Any) -> str | InvalidDocumentError:
+        """The document's text, or (with ``on_error="skip"``) the error that makes it unusable."""
+        try:
+            if isinstance(doc, Mapping):
+                if self.text_field not in doc:
+                    raise InvalidDocumentError(
+                        f"{self._doc_id(index, doc)}: no field {self.text_field!r} (fields: {sorted(doc)[:10]}); "
+                        "set text_field= or pass on_error='skip'",
+                        reason="missing-field",
+                    )
+                value = doc[self.text_field]
+            else:
+                value = doc
+            return coerce_text(
+                value,
+                where=f"{self._doc_id(index, doc)} field {self.text_field!r}",
+                max_chars=self.max_doc_chars,
+            )
+        except InvalidDocumentError as exc:
+            if self.on_error == "raise":
+                raise
+            return exc
+
+    def _emit(self, index: int, doc: Any, text: str, tagged: TaggedDocument) -> Any:
+        stats = self._stats
+        if not text.strip():
+            stats.counters["docs_empty"] += 1
+        if tagged.scan.has_keyword:
+            stats.counters["docs_with_keyword"] += 1
+        stats.counters["sentences_candidate"] += len(tagged.sentences)
+        stats.counters["sentences_out_of_length"] += tagged.scan.n_mention_sentences_out_of_length
+        sentence_units: list[UnitCounts] = []
+        for ts in tagged.sentences:
+            per_attr: dict[str, list[str]] = {}
+            for m, p in zip(ts.sentence.mentions, ts.predictions, strict=True):
+                stats.attr(m.keyword)["mentions"] += 1
+                if p.person and p.regard is not None:
+                    per_attr.setdefault(m.keyword, []).append(p.regard)
+            unit = UnitCounts()
+            for kw, regards in per_attr.items():
+                r = sentence_regard(regards)
+                unit.add(kw, r)
+                a = stats.attr(kw)
+                a["person_sentences"] += 1
+                a["before"][r] += 1
+            sentence_units.append(unit)
+        decisions = self._decide(sentence_units)
+        dropped_spans = []
+        for ts, unit, (keep, _) in zip(tagged.sentences, sentence_units, decisions, strict=True):
+            for kw, counts in unit.by_attr.items():
+                r = next(k for k, v in counts.items() if v)
+                if keep:
+                    stats.attr(kw)["after"][r] += 1
+                else:
+                    stats.attr(kw)["dropped"] += 1
+            if not keep:
+                stats.counters["sentences_dropped"] += 1
+                dropped_spans.append((ts.sentence.start, ts.sentence.end))
+        annotation = (
+            self._annotation(index, doc, tagged, decisions) if (self.annotate or self.hooks) else None
+        )
+        for hook in self.hooks:
+            hook(text, annotation)  # type: ignore[arg-type]
+        if dropped_spans and self.granularity == "document":
+            stats.counters["docs_dropped"] += 1
+            return None
+        new_text = remove_spans(text, dropped_spans) if dropped_spans else text
+        if dropped_spans and not new_text.strip():
+            stats.counters["docs_dropped"] += 1
+            return None
+        stats.counters["docs_out"] += 1
+        if dropped_spans:
+            stats.counters["docs_modified"] += 1
+        if isinstance(doc, Mapping):
+            out = dict(doc)
+            out[self.text_field] = new_text
+        elif self.annotate:
+            out = {self.text_field: new_text}
+        else:
+            return new_text
+        if self.annotate:
+            out[self.annotation_field] = annotation
+        return out
+
+    def _decide(self, units: list[UnitCounts]) -> list[tuple[bool, str]]:
+        if self.granularity == "sentence":
+            return [self.controller.decide(u) for u in units]
+        doc_unit = UnitCounts()
+        for u in units:
+            for kw, counts in u.by_attr.items():
+                for r, c in counts.items():
+                    for _ in range(c):
+                        doc_unit.add(kw, r)
+        keep, reason = self.controller.decide(doc_unit)
+        if keep:
+            return [(True, reason)] * len(units)
+        return [
+            (not u.negative_attributes, "document-dropped" if not u.negative_attributes else reason)
+            for u in units
+        ]
+
+    def _annotation(
+        self, index: int, doc: Any, tagged: TaggedDocument, decisions: list[tuple[bool, str]]
+    ) -> dict[str, Any]:
+        doc_id = doc.get(self.id_field) if (self.id_field and isinstance(doc, Mapping)) else None
+        sentences = []
+        for ts, (keep, reason) in zip(tagged.sentences, decisions, strict=True):
+            mentions = []
+            for m, p in zip(ts.sentence.mentions, ts.predictions, strict=True):
+                d = m.to_dict()
+                d.update(
+                    {
+                        "wsd_score": round(p.wsd_score, 4),
+                        "person": p.person,
+                        "regard": p.regard,
+                        "regard_probs": [round(x, 4) for x in p.regard_probs],
+                    }
+                )
+                mentions.append(d)
+            keep_doc = keep if self.granularity == "sentence" else all(k for k, _ in decisions)
+            sentences.append(
+                {
+                    "start": ts.sentence.start,
+                    "end": ts.sentence.end,
+                    "n_tokens": ts.sentence.n_tokens,
+                    "kept": keep_doc,
+                    "reason": reason,
+                    "mentions": mentions,
+                }
+            )
+        return {
+            "doc_index": index,
+            "id": doc_id,
+            "taxonomy": self.taxonomy.name,
+            "model": self.tagger.model.name,
+            "granularity": self.granularity,
+            "sentences": sentences,
+        }
+
+
+def remove_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """Remove sentence spans and the whitespace after each (before it, for a final sentence).
+
+    Everything else, including the whitespace between kept sentences, is kept byte-for-byte.
+    """
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        stop = end
+        while stop < len(text) and text[stop].isspace():
+            stop += 1
+        if stop == len(text):  # last sentence: eat the whitespace before it instead
+            while start > pos and text[start - 1].isspace():
+                start -= 1
+        out.append(text[pos:start])
+        pos = stop
+    out.append(text[pos:])
+    return "".join(out)

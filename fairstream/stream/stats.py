@@ -1,0 +1,73 @@
+"""Mergeable counts of what a FairStream saw, kept and dropped."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+REGARDS = ("negative", "neutral", "positive")
+
+
+def _zero_attr() -> dict[str, Any]:
+    return {
+        "mentions": 0,  # keyword occurrences in candidate sentences (any sense)
+        "person_sentences": 0,  # sentences with a person-sense mention (before filtering)
+        "before": {r: 0 for r in REGARDS},  # those sentences by regard, before filtering
+        "after": {r: 0 for r in REGARDS},  # ... among kept sentences
+        "dropped": 0,  # sentences with the attribute that were dropped
+    }
+
+
+@dataclass
+class StreamStats:
+    """Counts of one stream (or the sum of many: ``a + b``); JSON via ``to_dict``/``from_dict``."""
+
+    counters: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def attr(self, keyword: str) -> dict[str, Any]:
+        """The counts of one attribute (created on first use)."""
+        if keyword not in self.attributes:
+            self.attributes[keyword] = _zero_attr()
+        return self.attributes[keyword]
+
+    def __add__(self, other: StreamStats) -> StreamStats:
+        out = StreamStats.from_dict(self.to_dict())
+        out.counters.update(other.counters)
+        out.skipped.update(other.skipped)
+        for kw, c in other.attributes.items():
+            mine = out.attr(kw)
+            for key in ("mentions", "person_sentences", "dropped"):
+                mine[key] += c[key]
+            for key in ("before", "after"):
+                for r in REGARDS:
+                    mine[key][r] += c[key][r]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data."""
+        return {
+            "counters": dict(sorted(self.counters.items())),
+            "skipped": dict(sorted(self.skipped.items())),
+            "attributes": json.loads(json.dumps(dict(sorted(self.attributes.items())))),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StreamStats:
+        """Inverse of ``to_dict``."""
+        return cls(
+            counters=Counter(data.get("counters", {})),
+            skipped=Counter(data.get("skipped", {})),
+            attributes=json.loads(json.dumps(data.get("attributes", {}))),
+        )
+
+    def negative_share(self, keyword: str, when: str = "after") -> float:
+        """Negative share of an attribute's person sentences, ``before`` or ``after`` filtering."""
+        c = self.attributes.get(keyword)
+        if c is None:
+            return float("nan")
+        total = sum(c[when].values())
+        return c[when]["negative"] / total if total else float("nan")

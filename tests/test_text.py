@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import pytest
+
+from fairstream.candidates import CandidateExtractor
+from fairstream.errors import FairStreamError, InvalidDocumentError
+from fairstream.text import LengthFilter, SentenceSplitter, WordTokenizer, coerce_text
+
+TEXT = "Dr. Smith met Mr. Jones at 5 p.m. on Monday.  They talked.\n\nThen it rained! Did it stop? Yes."
+
+
+@pytest.mark.parametrize("kind", ["punkt", "fallback"])
+def test_sentence_spans_are_exact_offsets(kind):
+    splitter = SentenceSplitter(kind)  # type: ignore[arg-type]
+    spans = splitter.spans(TEXT)
+    sentences = [TEXT[s:e] for s, e in spans]
+    assert sentences[0].startswith("Dr. Smith met Mr. Jones")  # abbreviations do not split
+    assert sentences[-1] == "Yes."
+    assert "Then it rained!" in sentences and "Did it stop?" in sentences
+    # spans are ordered, non-overlapping and only whitespace lies between them
+    for (s1, e1), (s2, _) in zip(spans, spans[1:], strict=False):
+        assert e1 <= s2 and TEXT[e1:s2].strip() == ""
+    assert splitter.source == ("punkt_tab" if kind == "punkt" else "fairstream-fallback")
+
+
+def test_missing_punkt_data_falls_back_or_explains(monkeypatch, tmp_path, caplog):
+    import nltk
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    strict = SentenceSplitter("punkt")
+    with pytest.raises(FairStreamError, match=r"punkt_tab.*NLTK_DATA.*nltk.downloader punkt_tab"):
+        strict.spans(TEXT)
+    auto = SentenceSplitter("auto")
+    with caplog.at_level("WARNING"):
+        assert len(auto.spans(TEXT)) == 5
+    assert auto.source == "fairstream-fallback"
+    assert "punkt_tab not found" in caplog.text
+
+
+def test_bad_splitter_kind():
+    with pytest.raises(ValueError, match=r"kind='nope' is not one of \('auto', 'punkt', 'fallback'\)"):
+        SentenceSplitter("nope")  # type: ignore[arg-type]
+
+
+def test_length_filter_bounds_are_paper_bounds():
+    f = LengthFilter()
+    assert not f.accepts(16) and f.accepts(17) and f.accepts(128) and not f.accepts(129)
+    with pytest.raises(ValueError, match="max_tokens"):
+        LengthFilter(10, 5)
+
+
+def test_length_filter_applies_to_nltk_tokens():
+    words = WordTokenizer()
+    short = "The Muslim community met on Friday."
+    exact17 = "The Muslim community of the small town met on Friday evening to discuss the new plan ."
+    assert words.count(exact17) == 17
+    ext = CandidateExtractor()
+    doc = short + " " + exact17
+    cands = ext.scan(doc).candidates
+    assert [doc[c.start : c.end] for c in cands] == [exact17]
+    assert ext.scan(doc).n_mention_sentences_out_of_length == 1
+    configurable = CandidateExtractor(length_filter=LengthFilter(min_tokens=3, max_tokens=10))
+    assert [doc[c.start : c.end] for c in configurable.scan(doc).candidates] == [short]
+
+
+def test_candidates_group_mentions_by_sentence_with_document_offsets():
+    doc = (
+        "Nothing to see in this first sentence, which is long enough to pass the length filter easily today. "
+        "The Asian and Muslim students in the town organised a very large festival for everyone last weekend, yes."
+    )
+    scan = CandidateExtractor().scan(doc)
+    assert scan.has_keyword and scan.n_sentences == 2
+    (cand,) = scan.candidates
+    assert [(doc[m.start : m.end], m.keyword) for m in cand.mentions] == [("Asian", "asian"), ("Muslim", "muslim")]
+    assert CandidateExtractor().scan("No protected words at all here.").has_keyword is False
+
+
+@pytest.mark.parametrize(
+    ("value", "match", "reason"),
+    [
+        (None, "text is None", "none"),
+        (42, "must be str or UTF-8 bytes, got int", "not-a-string"),
+        (b"caf\xc3", "not valid UTF-8", "invalid-utf8"),
+        ("x" * 11, "more than max_doc_chars=10", "too-large"),
+    ],
+)
+def test_coerce_text_errors_name_the_record(value, match, reason):
+    with pytest.raises(InvalidDocumentError, match=match) as info:
+        coerce_text(value, where="doc 7 (id='a')", max_chars=10)
+    assert "doc 7 (id='a')" in str(info.value) and info.value.reason == reason
+
+
+def test_coerce_text_accepts_str_and_utf8_bytes():
+    assert coerce_text("café", where="d") == "café"
+    assert coerce_text("café".encode(), where="d") == "café"
+    assert coerce_text("", where="d") == ""
+
+
+def test_ten_megabyte_document_is_scanned():
+    filler = "Plain words about gardening and weather without protected terms. " * 160_000
+    doc = filler + "The Muslim volunteers cleaned the park and planted many new trees for the whole neighbourhood today."
+    assert len(doc) > 10_000_000
+    with pytest.raises(InvalidDocumentError, match="max_doc_chars"):
+        coerce_text(doc, where="big")
+    text = coerce_text(doc, where="big", max_chars=None)
+    scan = CandidateExtractor().scan(text)
+    assert [m.keyword for c in scan.candidates for m in c.mentions] == ["muslim"]
+
+
+def test_block_spans_cut_paragraphs_and_long_runs():
+    from fairstream.text import block_spans
+
+    text = "First para. Still first.\n\n  \nSecond para.\nSame para." + " word" * 30
+    blocks = block_spans(text, max_chars=40)
+    assert [text[s:e] for s, e in blocks][:1] == ["First para. Still first."]
+    assert all(e - s <= 40 for s, e in blocks)
+    # blocks are ordered, disjoint and cover every non-blank character
+    covered = "".join(text[s:e] for s, e in blocks)
+    assert covered.replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
