@@ -24,7 +24,8 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random-weight ONNX model built through the real export path (tests/fixtures/make_tiny_model.py)."""
     from tests.fixtures.make_tiny_model import make
 
-    return make(tmp_path_factory.mktemp("tiny-model") / "model")
+    base = tmp_path_factory.mktemp("tiny-model")
+    return make(base / "model", keep_run=base / "run")
 
 
 @pytest.fixture(scope="session")

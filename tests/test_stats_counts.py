@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairstream.errors import InvalidDocumentError
-from fairstream.stats import CooccurrenceCounts
+from fairstream.stats import BeforeAfterHook, CooccurrenceCounts
 from fairstream.stats import counts as counts_mod
 
 REL = "religion"
@@ -24,10 +24,14 @@ def exact(**kw) -> CooccurrenceCounts:
 # -- word filter -----------------------------------------------------------------------------------
 def test_text_is_tokenized_lowercased_and_filtered():
     c = exact()
-    n = c.add_sentence("The Muslims were peaceful, and the community thrived in 1990!", [(REL, "muslim", "positive")])
+    n = c.add_sentence(
+        "The Muslims were peaceful, and the community thrived in 1990!", [(REL, "muslim", "positive")]
+    )
     # NLTK tokens; "the", "were", "and", "in" are NLTK stopwords; "," "!" punctuation; "1990" a number
     assert n == 4
-    assert c.word_counts(REL, "muslim") == Counter({"muslims": 1, "peaceful": 1, "community": 1, "thrived": 1})
+    assert c.word_counts(REL, "muslim") == Counter(
+        {"muslims": 1, "peaceful": 1, "community": 1, "thrived": 1}
+    )
     assert c.config()["stopwords"] == "nltk:english"
 
 
@@ -36,7 +40,16 @@ def test_filter_options():
     assert exact().filter_tokens(toks) == ["dogs", "bark", "x1"]
     assert exact(stopwords=None).filter_tokens(toks) == ["the", "dogs", "don", "n't", "'s", "bark", "a", "x1"]
     assert exact(stopwords=None, keep_numbers=True, drop_punctuation=False).filter_tokens(toks) == [
-        "the", "dogs", "don", "n't", "'s", "bark", "1990", "--", "a", "x1",
+        "the",
+        "dogs",
+        "don",
+        "n't",
+        "'s",
+        "bark",
+        "1990",
+        "--",
+        "a",
+        "x1",
     ]
     assert exact(lowercase=False, stopwords=["Bark"]).filter_tokens(toks) == ["The", "Dogs", "don", "a", "x1"]
     assert exact(min_token_length=4).filter_tokens(toks) == ["dogs", "bark"]
@@ -76,7 +89,12 @@ def test_each_distinct_attribute_regard_counts_once_per_sentence():
     c = exact(stopwords=None)
     c.add_sentence(
         ["alpha", "beta", "alpha"],
-        [(REL, "muslim", "negative"), (REL, "muslim", "negative"), (REL, "jewish", None), (REL, "muslim", "positive")],
+        [
+            (REL, "muslim", "negative"),
+            (REL, "muslim", "negative"),
+            (REL, "jewish", None),
+            (REL, "muslim", "positive"),
+        ],
     )
     assert c.sentence_count(REL, "muslim") == 2  # one per regard
     assert c.sentence_count(REL, "muslim", "negative") == 1
@@ -106,10 +124,26 @@ def _annotation(text: str) -> dict:
                 "kept": True,
                 "reason": "not-negative",
                 "mentions": [
-                    {"start": s0, "end": s0 + 6, "surface": "Muslim", "keyword": "muslim", "class": REL,
-                     "wsd_score": 0.9, "person": True, "regard": "neutral"},
-                    {"start": 4, "end": 9, "surface": "Black", "keyword": "black", "class": "race/ethnicity",
-                     "wsd_score": 0.1, "person": False, "regard": None},
+                    {
+                        "start": s0,
+                        "end": s0 + 6,
+                        "surface": "Muslim",
+                        "keyword": "muslim",
+                        "class": REL,
+                        "wsd_score": 0.9,
+                        "person": True,
+                        "regard": "neutral",
+                    },
+                    {
+                        "start": 4,
+                        "end": 9,
+                        "surface": "Black",
+                        "keyword": "black",
+                        "class": "race/ethnicity",
+                        "wsd_score": 0.1,
+                        "person": False,
+                        "regard": None,
+                    },
                 ],
             },
             {
@@ -119,8 +153,16 @@ def _annotation(text: str) -> dict:
                 "kept": False,
                 "reason": "cap-dropped",
                 "mentions": [
-                    {"start": s1, "end": s1 + 6, "surface": "Jewish", "keyword": "jewish", "class": REL,
-                     "wsd_score": 0.8, "person": True, "regard": "negative"},
+                    {
+                        "start": s1,
+                        "end": s1 + 6,
+                        "surface": "Jewish",
+                        "keyword": "jewish",
+                        "class": REL,
+                        "wsd_score": 0.8,
+                        "person": True,
+                        "regard": "negative",
+                    },
                 ],
             },
         ],
@@ -137,7 +179,9 @@ def test_consume_kept_and_all_and_person_only():
     assert before.consume(TEXT, ann, which="all") == 2
     assert kept.attributes() == [(REL, "muslim")]  # the non-person "Black" is not counted
     assert before.attributes() == [(REL, "jewish"), (REL, "muslim")]
-    assert before.word_counts(REL, "jewish", "negative") == Counter({"jewish": 1, "neighbours": 1, "complained": 1, "loudly": 1})
+    assert before.word_counts(REL, "jewish", "negative") == Counter(
+        {"jewish": 1, "neighbours": 1, "complained": 1, "loudly": 1}
+    )
     assert kept.word_counts(REL, "muslim") == Counter(
         {"black": 1, "sea": 1, "trip": 1, "muslim": 1, "family": 1, "calm": 1}
     )
@@ -146,16 +190,60 @@ def test_consume_kept_and_all_and_person_only():
     assert before.provenance == Counter({"taxonomy-v1/fairstream-joint-v1": 1})
 
 
+def test_stream_hooks_count_before_and_after_and_pickle():
+    before, after = exact(), exact()
+    hooks = [before.hook("all"), after.hook("kept")]
+    for h in hooks:
+        h(TEXT, _annotation(TEXT))
+    assert before.totals["sentences_counted"] == 2 and after.totals["sentences_counted"] == 1
+    restored = pickle.loads(pickle.dumps(hooks[0]))
+    assert restored.which == "all" and restored.counts == before
+    with pytest.raises(ValueError, match="which='both'"):
+        before.hook("both")  # type: ignore[arg-type]
+
+
+def test_before_after_hook_tokenizes_once_and_equals_two_hooks(monkeypatch):
+    before, after = exact(), exact()
+    hook = BeforeAfterHook(before, after)
+    calls = []
+    real = before.tokenize
+    monkeypatch.setattr(before, "tokenize", lambda text: calls.append(text) or real(text))
+    hook(TEXT, _annotation(TEXT))
+    assert len(calls) == 2  # two sentences, each tokenized once for both counts
+    b2, a2 = exact(), exact()
+    b2.hook("all")(TEXT, _annotation(TEXT))
+    a2.hook("kept")(TEXT, _annotation(TEXT))
+    assert (before, after) == (b2, a2)
+    with pytest.raises(ValueError, match="different word filters"):
+        BeforeAfterHook(exact(), exact(stopwords=None))
+
+
+def test_tokens_carried_by_the_annotation_are_used():
+    ann = _annotation(TEXT)
+    ann["sentences"][0]["tokens"] = ["The", "Given", "tokens", "."]
+    c = exact()
+    c.consume(TEXT, ann)
+    assert c.word_counts(REL, "muslim") == Counter({"given": 1, "tokens": 1})
+
+
 def test_consume_rejects_bad_input():
     c = exact()
     with pytest.raises(ValueError, match="which='some'"):
         c.consume(TEXT, _annotation(TEXT), which="some")  # type: ignore[arg-type]
     ann = _annotation(TEXT)
     ann["sentences"][0]["end"] = 10_000
-    with pytest.raises(InvalidDocumentError, match="document 7 .*sentence 0"):
+    with pytest.raises(InvalidDocumentError, match=r"document 7 .*sentence 0"):
         c.consume(TEXT, ann)
     with pytest.raises(InvalidDocumentError, match="'sentences' must be a list"):
         c.consume(TEXT, {"doc_index": 1, "sentences": None})
+    ann = _annotation(TEXT)
+    del ann["sentences"][0]["mentions"][0]["keyword"]
+    with pytest.raises(InvalidDocumentError, match="sentence 0 has a malformed mention"):
+        c.consume(TEXT, ann)
+    ann = _annotation(TEXT)
+    ann["sentences"][0]["mentions"][0]["regard"] = "hostile"
+    with pytest.raises(InvalidDocumentError, match="regard='hostile'"):
+        c.consume(TEXT, ann)
 
 
 # -- values: merge, serialization ------------------------------------------------------------------
@@ -204,12 +292,19 @@ def test_serialization_round_trips(sentences, prune_every):
 
 
 def test_save_load_atomic_json_and_gzip(tmp_path: Path):
-    c = count_all([(["alpha", "beta"], [(ATTRS[0], "negative")]), (["beta"], [(ATTRS[1], None)])], prune_every=None)
+    c = count_all(
+        [(["alpha", "beta"], [(ATTRS[0], "negative")]), (["beta"], [(ATTRS[1], None)])], prune_every=None
+    )
     for name in ("counts.json", "counts.json.gz"):
         path = c.save(tmp_path / "sub" / name)
         assert CooccurrenceCounts.load(path) == c
-    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["counts.json", "counts.json.gz"]  # no temp files
-    assert json.loads((tmp_path / "sub" / "counts.json").read_text())["format"] == "fairstream-cooccurrence-v1"
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == [
+        "counts.json",
+        "counts.json.gz",
+    ]  # no temp files
+    assert (
+        json.loads((tmp_path / "sub" / "counts.json").read_text())["format"] == "fairstream-cooccurrence-v1"
+    )
     (tmp_path / "bad.json").write_text('{"format": "something-else"}')
     with pytest.raises(ValueError, match="expected 'fairstream-cooccurrence-v1'"):
         CooccurrenceCounts.load(tmp_path / "bad.json")
@@ -231,8 +326,9 @@ def test_custom_stopwords_round_trip_and_block_merges_with_other_lists():
 # -- pruning (lossy counting) ----------------------------------------------------------------------
 def _assert_within_bound(approx: CooccurrenceCounts, truth: CooccurrenceCounts) -> None:
     e = approx.error_bound
-    assert truth.keys() == approx.keys()
-    for cls, kw, regard in truth.keys():
+    keys = truth.keys()
+    assert keys == approx.keys()
+    for cls, kw, regard in keys:
         # exact quantities are never pruned
         assert approx.sentence_count(cls, kw, regard) == truth.sentence_count(cls, kw, regard)
         assert approx.token_total(cls, kw, regard) == truth.token_total(cls, kw, regard)
@@ -248,7 +344,12 @@ zipf_words = st.lists(
     st.integers(min_value=0, max_value=60).map(lambda i: f"w{i % 7 if i < 40 else i}x"), max_size=10
 )
 zipf_stream = st.lists(
-    st.tuples(zipf_words, st.lists(st.tuples(st.sampled_from(ATTRS[:2]), st.sampled_from(REGARD_VALUES)), min_size=1, max_size=2)),
+    st.tuples(
+        zipf_words,
+        st.lists(
+            st.tuples(st.sampled_from(ATTRS[:2]), st.sampled_from(REGARD_VALUES)), min_size=1, max_size=2
+        ),
+    ),
     max_size=60,
 )
 

@@ -9,7 +9,10 @@ from fairstream.stats.counts import (
     REGARD_LABELS,
     REGARDS,
     UNKNOWN_REGARD,
+    BeforeAfterHook,
     CooccurrenceCounts,
+    CountsHook,
+    consume_into,
 )
 from fairstream.stats.report import ReportPaths, write_report
 from fairstream.stats.scores import (
@@ -41,12 +44,15 @@ __all__ = [
     "REGARD_LABELS",
     "UNKNOWN_REGARD",
     "AttributeMatcher",
+    "BeforeAfterHook",
     "ClassScores",
     "CooccurrenceCounts",
+    "CountsHook",
     "ReportPaths",
     "SeegullError",
     "Stereotype",
     "active_attributes",
+    "consume_into",
     "format_seegull_table",
     "frequency_bias",
     "load_seegull",

@@ -61,152 +61,21 @@ Key = tuple[str, str, str]  # (attribute class, keyword, regard label)
 # NLTK's word tokenizer splits clitics off ("don't" -> "do", "n't"); they are function words.
 CLITICS = frozenset({"'s", "n't", "'re", "'ve", "'ll", "'d", "'m", "\u2019s", "n\u2019t", "'t"})
 
+
+def _wordset(*lines: str) -> frozenset[str]:
+    return frozenset(w for line in lines for w in line.split())
+
+
 # Used only when NLTK's stopwords corpus is not installed (a warning says so).
-BUILTIN_STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "s",
-        "t",
-        "d",
-        "ll",
-        "m",
-        "o",
-        "re",
-        "ve",
-        "y",
-        "don",
-        "didn",
-        "doesn",
-        "isn",
-        "wasn",
-        "weren",
-        "won",
-    ]
+BUILTIN_STOPWORDS = _wordset(
+    "a about above after again against all am an and any are as at be because been before being below",
+    "between both but by can could did do does doing down during each few for from further had has",
+    "have having he her here hers herself him himself his how i if in into is it its itself just me",
+    "more most my myself no nor not now of off on once only or other our ours ourselves out over own",
+    "same she should so some such than that the their theirs them themselves then there these they",
+    "this those through to too under until up very was we were what when where which while who whom",
+    "why will with would you your yours yourself yourselves s t d ll m o re ve y don didn doesn isn",
+    "wasn weren won",
 )
 
 NLTK_STOPWORDS_FIX = (
@@ -403,18 +272,7 @@ class CooccurrenceCounts:
         Raises:
             ValueError: A regard label is not one of the allowed values.
         """
-        triples: set[Key] = set()
-        n_mentions = 0
-        for item in attributes:
-            try:
-                cls_name, keyword, regard = item
-            except (TypeError, ValueError):
-                raise ValueError(f"attribute {item!r} must be a (class, keyword, regard) tuple") from None
-            label = UNKNOWN_REGARD if regard is None else regard
-            if label not in REGARD_LABELS:
-                raise ValueError(f"regard={regard!r} of {keyword!r} is not one of {(*REGARDS, None)}")
-            triples.add((str(cls_name), str(keyword), label))
-            n_mentions += 1
+        triples = _parse_attributes(attributes)
         if not triples:
             return 0
         words = (
@@ -422,6 +280,11 @@ class CooccurrenceCounts:
             if isinstance(tokens_or_text, str)
             else self.filter_tokens(tokens_or_text)
         )
+        self._add_words(words, triples)
+        return len(words)
+
+    def _add_words(self, words: list[str], triples: Mapping[Key, int]) -> None:
+        """Count already filtered words for each triple (``triples``: key -> mentions)."""
         bound = self.error_bound
         unique = set(words) if bound else ()
         for key in triples:
@@ -438,18 +301,18 @@ class CooccurrenceCounts:
             self._sentences[key] += 1
             self._tokens[key] += len(words)
         self.totals["sentences_counted"] += 1
-        self.totals["mentions"] += n_mentions
+        self.totals["mentions"] += sum(triples.values())
         self._since_prune += 1
         if self.prune_every is not None and self._since_prune >= self.prune_every:
             self.prune()
-        return len(words)
 
     def consume(
         self, text: str, annotation: Mapping[str, Any], which: Literal["kept", "all"] = "kept"
     ) -> int:
         """Count one document from the stream's annotation (the sidecar hook).
 
-        Only mentions with ``"person": true`` are counted; offsets are into ``text``.
+        Only mentions with ``"person": true`` are counted; offsets are into ``text``. A sentence
+        that carries its NLTK word tokens (``"tokens": [...]``) is not tokenized again.
 
         Args:
             text: The document text the annotation refers to.
@@ -468,33 +331,16 @@ class CooccurrenceCounts:
         """
         if which not in WHICH:
             raise ValueError(f"which={which!r} is not one of {WHICH}")
-        where = f"document {annotation.get('doc_index')!r} (id={annotation.get('id')!r})"
-        sentences = annotation.get("sentences")
-        if not isinstance(sentences, list):
-            raise InvalidDocumentError(f"{where}: annotation field 'sentences' must be a list")
-        self.totals["documents"] += 1
-        self.provenance[f"{annotation.get('taxonomy')}/{annotation.get('model')}"] += 1
-        counted = 0
-        for i, sent in enumerate(sentences):
-            if which == "kept" and not sent.get("kept"):
-                continue
-            self.totals["sentences_seen"] += 1
-            triples = [
-                (m["class"], m["keyword"], m.get("regard"))
-                for m in sent.get("mentions", ())
-                if m.get("person") is True
-            ]
-            if not triples:
-                continue
-            start, end = sent.get("start"), sent.get("end")
-            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text)):
-                raise InvalidDocumentError(
-                    f"{where}: sentence {i} has offsets start={start!r}, end={end!r} outside the text "
-                    f"(0..{len(text)}); pass the same text that was annotated"
-                )
-            self.add_sentence(text[start:end], triples)
-            counted += 1
-        return counted
+        return consume_into(text, annotation, [(self, which)])[0]
+
+    def hook(self, which: Literal["kept", "all"] = "kept") -> CountsHook:
+        """A stream hook ``hook(text, annotation)`` that counts into these counts (picklable).
+
+        E.g. ``FairStream(..., hooks=[before.hook("all"), after.hook("kept")])``.
+        """
+        if which not in WHICH:
+            raise ValueError(f"which={which!r} is not one of {WHICH}")
+        return CountsHook(self, which)
 
     def prune(self) -> None:
         """End a lossy-counting bucket: raise ``error_bound`` by one and drop rare word entries.
@@ -773,6 +619,121 @@ class CooccurrenceCounts:
             "sentences_counted": self.totals["sentences_counted"],
             "bound_meaning": "each c(w,a,r) is undercounted by at most error_bound (never overcounted)",
         }
+
+
+def _parse_attributes(attributes: Iterable[tuple[str, str, str | None]]) -> dict[Key, int]:
+    """Distinct ``(class, keyword, regard label)`` triples with their number of mentions."""
+    triples: dict[Key, int] = {}
+    for item in attributes:
+        try:
+            cls_name, keyword, regard = item
+        except (TypeError, ValueError):
+            raise ValueError(f"attribute {item!r} must be a (class, keyword, regard) tuple") from None
+        label = UNKNOWN_REGARD if regard is None else regard
+        if label not in REGARD_LABELS:
+            raise ValueError(f"regard={regard!r} of {keyword!r} is not one of {(*REGARDS, None)}")
+        key = (str(cls_name), str(keyword), label)
+        triples[key] = triples.get(key, 0) + 1
+    return triples
+
+
+def consume_into(
+    text: str,
+    annotation: Mapping[str, Any],
+    targets: Sequence[tuple[CooccurrenceCounts, Literal["kept", "all"]]],
+) -> list[int]:
+    """Count one annotated document into several counts, tokenizing each sentence once.
+
+    All targets must share one word filter (checked by :class:`BeforeAfterHook`).
+
+    Returns:
+        The number of sentences counted into each target.
+    """
+    if not targets:
+        raise ValueError("targets is empty: pass at least one (counts, which) pair")
+    for _, which in targets:
+        if which not in WHICH:
+            raise ValueError(f"which={which!r} is not one of {WHICH}")
+    where = f"document {annotation.get('doc_index')!r} (id={annotation.get('id')!r})"
+    sentences = annotation.get("sentences")
+    if not isinstance(sentences, list):
+        raise InvalidDocumentError(f"{where}: annotation field 'sentences' must be a list")
+    provenance = f"{annotation.get('taxonomy')}/{annotation.get('model')}"
+    for counts, _ in targets:
+        counts.totals["documents"] += 1
+        counts.provenance[provenance] += 1
+    counted = [0] * len(targets)
+    first = targets[0][0]
+    for i, sent in enumerate(sentences):
+        if not isinstance(sent, Mapping):
+            raise InvalidDocumentError(f"{where}: sentence {i} must be an object")
+        kept = bool(sent.get("kept"))
+        wanted = [j for j, (_, which) in enumerate(targets) if which == "all" or kept]
+        for j in wanted:
+            targets[j][0].totals["sentences_seen"] += 1
+        if not wanted:
+            continue
+        try:
+            triples = _parse_attributes(
+                (m["class"], m["keyword"], m.get("regard"))
+                for m in sent.get("mentions", ())
+                if m.get("person") is True
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise InvalidDocumentError(f"{where}: sentence {i} has a malformed mention ({exc!r})") from None
+        except ValueError as exc:
+            raise InvalidDocumentError(f"{where}: sentence {i}: {exc}") from None
+        if not triples:
+            continue
+        start, end = sent.get("start"), sent.get("end")
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text)):
+            raise InvalidDocumentError(
+                f"{where}: sentence {i} has offsets start={start!r}, end={end!r} outside the text "
+                f"(0..{len(text)}); pass the same text that was annotated"
+            )
+        tokens = sent.get("tokens")
+        words = first.filter_tokens(tokens) if isinstance(tokens, list) else first.tokenize(text[start:end])
+        for j in wanted:
+            targets[j][0]._add_words(words, triples)
+            counted[j] += 1
+    return counted
+
+
+class BeforeAfterHook:
+    """Stream hook counting every annotated sentence into ``before`` and kept ones into ``after``.
+
+    Same as ``[before.hook("all"), after.hook("kept")]`` but tokenizes each sentence once.
+
+    Raises:
+        ValueError: The two counts use different word filters.
+    """
+
+    def __init__(self, before: CooccurrenceCounts, after: CooccurrenceCounts) -> None:
+        before._check_compatible(after)
+        self.before = before
+        self.after = after
+
+    def __call__(self, text: str, annotation: Mapping[str, Any]) -> None:
+        """Count one document into both counts."""
+        consume_into(text, annotation, [(self.before, "all"), (self.after, "kept")])
+
+    def __repr__(self) -> str:
+        return f"BeforeAfterHook(before={self.before!r}, after={self.after!r})"
+
+
+class CountsHook:
+    """Callable ``(text, annotation) -> None`` feeding a stream's annotations to counts."""
+
+    def __init__(self, counts: CooccurrenceCounts, which: Literal["kept", "all"] = "kept") -> None:
+        self.counts = counts
+        self.which = which
+
+    def __call__(self, text: str, annotation: Mapping[str, Any]) -> None:
+        """Count one document (see :meth:`CooccurrenceCounts.consume`)."""
+        self.counts.consume(text, annotation, self.which)
+
+    def __repr__(self) -> str:
+        return f"CountsHook(which={self.which!r}, counts={self.counts!r})"
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

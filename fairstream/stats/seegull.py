@@ -194,7 +194,8 @@ class AttributeMatcher:
 
     Args:
         word_filter: The word filter of the counts (a :class:`CooccurrenceCounts`), so that an
-            attribute keeps exactly the words that could have been counted; ``None`` keeps all.
+            attribute keeps exactly the words that could have been counted; ``None`` uses the
+            default filter (lowercase, NLTK English stopwords, no punctuation or numbers).
         multiword: ``"skip"``, ``"all"`` or ``"any"`` (see the module docstring).
     """
 
@@ -206,7 +207,7 @@ class AttributeMatcher:
         from nltk.stem.snowball import SnowballStemmer
 
         self._stemmer = SnowballStemmer("english")
-        self._filter = word_filter
+        self._filter = word_filter if word_filter is not None else CooccurrenceCounts(prune_every=None)
         self.multiword = multiword
 
     def word_key(self, word: str) -> str:
@@ -224,7 +225,7 @@ class AttributeMatcher:
             if tok in NEGATIONS or tok.endswith("n't"):
                 keys.add("not")
                 continue
-            if self._filter is not None and not self._filter.filter_tokens([tok]):
+            if not self._filter.filter_tokens([tok]):
                 continue
             keys.add(self.word_key(tok))
         keys.discard("")
@@ -236,7 +237,9 @@ class AttributeMatcher:
             if self.multiword == "skip":
                 return None
             if self.multiword == "any":
-                return any(k in top_keys for k in key)
+                # a negated attribute ("not tall") never matches its bare word ("tall")
+                negated_ok = "not" not in key or "not" in top_keys
+                return negated_ok and any(k in top_keys for k in key if k != "not")
         return all(k in top_keys for k in key)
 
 

@@ -62,7 +62,12 @@ class FairStream(IterableDataset):
         model: a ``JointModel``, model folder or ``None`` for the shipped ``joint-v1``.
         annotate: add an annotation dict to each output document under ``annotation_field``.
         on_error: ``"raise"`` (default) or ``"skip"`` bad documents (counted in ``stats()``).
-        lookahead: documents read ahead to batch model calls.
+        lookahead: documents read ahead to batch model calls; repeated sentences within this window
+            (web boilerplate) are judged once.
+        cache_size: an extra LRU cache of judged mentions across windows (0 = off). It saves model
+            calls on boilerplate spread far apart, but int8 outputs depend slightly on the batch
+            they were computed in, so with it on a resumed stream can differ from the
+            uninterrupted one where a decision is a near-tie; leave it off when exact resume matters.
         warmup: kept mentions per attribute after which the share is guaranteed <= cap.
         hooks: callables ``hook(original_text, annotation)`` run for every document (e.g. the
             co-occurrence sidecar's ``consume``).
@@ -86,7 +91,7 @@ class FairStream(IterableDataset):
         on_error: OnError = "raise",
         lookahead: int = 64,
         warmup: int = 100,
-        cache_size: int = 50_000,
+        cache_size: int = 0,
         min_tokens: int = DEFAULT_MIN_TOKENS,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         max_doc_chars: int | None = DEFAULT_MAX_DOC_CHARS,
@@ -188,26 +193,35 @@ class FairStream(IterableDataset):
                 yield i, doc
 
     def __iter__(self) -> Iterator[Any]:
-        start = self._resume_index if self._resume_index is not None else 0
+        resume = self._resume_index if self._resume_index is not None else 0
         if self._resume_index is None:
             self._next_index = 0
         self._resume_index = None
-        _, n_shards = self._shard()
+        shard, n_shards = self._shard()
+        # Windows sit at fixed positions of this shard (multiples of ``lookahead`` documents), so a
+        # resumed stream re-tags exactly the batches the uninterrupted one did: dynamic int8
+        # quantization makes model outputs depend slightly on the batch they were computed in.
+        local = max(0, (resume - shard + n_shards - 1) // n_shards)
+        window_start = shard + (local // self.lookahead) * self.lookahead * n_shards
         window: list[tuple[int, Any]] = []
-        for index, doc in self._indexed_source(start):
+        for index, doc in self._indexed_source(window_start):
             window.append((index, doc))
             if len(window) >= self.lookahead:
-                yield from self._process_window(window, n_shards)
+                yield from self._process_window(window, n_shards, resume)
                 window = []
         if window:
-            yield from self._process_window(window, n_shards)
+            yield from self._process_window(window, n_shards, resume)
 
-    def _process_window(self, window: list[tuple[int, Any]], n_shards: int) -> Iterator[Any]:
+    def _process_window(self, window: list[tuple[int, Any]], n_shards: int, emit_from: int) -> Iterator[Any]:
         texts: list[str | InvalidDocumentError] = [self._text_of(index, doc) for index, doc in window]
         tagged_iter = iter(self.tagger.tag_batch([t for t in texts if isinstance(t, str)]))
         # everything that changes state happens here, document by document, so that a state_dict
         # taken after any yielded document describes exactly what was emitted
         for (index, doc), text in zip(window, texts, strict=True):
+            if index < emit_from:  # emitted before a resume; tagged again only to rebuild the batch
+                if isinstance(text, str):
+                    next(tagged_iter)
+                continue
             self._next_index = index + n_shards
             self._stats.counters["docs_in"] += 1
             if isinstance(text, InvalidDocumentError):

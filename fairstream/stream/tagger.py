@@ -54,7 +54,8 @@ class Tagger:
     Args:
         model: a ``JointModel``, a model folder, or ``None`` for the shipped default (loaded lazily).
         taxonomy: protected-attribute taxonomy (default ``taxonomy-v1``).
-        cache_size: cached (sentence, mention) predictions; 0 disables the cache.
+        cache_size: cached (sentence, mention) predictions kept across ``tag_batch`` calls (0: off;
+            repeated mentions within one call are always judged once).
     """
 
     def __init__(
@@ -64,7 +65,7 @@ class Tagger:
         taxonomy: Taxonomy | None = None,
         splitter: SplitterName = "auto",
         length_filter: LengthFilter | None = None,
-        cache_size: int = 50_000,
+        cache_size: int = 0,
     ) -> None:
         if cache_size < 0:
             raise ValueError(f"cache_size={cache_size} must be >= 0")

@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fairstream.errors import ModelError
+from fairstream.models.encoding import MARK_CLOSE, MARK_OPEN, MentionInput, encode_batch, marked_text
+from fairstream.models.metrics import cohen_kappa, f1_scores
+from fairstream.models.runtime import JointModel
+
+SENT = "The Muslim family met a Muslim doctor and an Asian nurse."
+
+
+def test_marked_text_marks_the_given_occurrence():
+    second = SENT.index("Muslim", 5)
+    text, ks, ke = marked_text(MentionInput(SENT, second, second + 6, "muslim", "who believes in Islam"))
+    assert text == f"The Muslim family met a {MARK_OPEN} Muslim {MARK_CLOSE} doctor and an Asian nurse."
+    assert text[ks:ke] == "Muslim"
+    asian = SENT.index("Asian")
+    text2, ks2, ke2 = marked_text(MentionInput(SENT, asian, asian + 5, "asian", "of Asian race/ethnicity"))
+    assert text2.count(MARK_OPEN) == 1 and text2[ks2:ke2] == "Asian" and "Muslim family" in text2
+
+
+def test_mention_offsets_are_checked():
+    with pytest.raises(ValueError, match="outside the text"):
+        MentionInput("short", 3, 10, "x", "y")
+
+
+def test_encode_pairs_and_target_mask(tiny_model_dir: Path):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json"))
+    first = MentionInput(SENT, 4, 10, "muslim", "who believes in Islam")
+    asian = SENT.index("Asian")
+    other = MentionInput(SENT, asian, asian + 5, "asian", "of Asian race/ethnicity")
+    feeds = encode_batch(tok, [first, other], max_length=128)
+    assert feeds["input_ids"].shape == feeds["target_mask"].shape
+    for row, word in ((0, "muslim"), (1, "asian")):
+        ids = feeds["input_ids"][row][feeds["target_mask"][row] > 0]
+        assert tok.decode(ids.tolist()).replace(" ", "") == word
+        # second segment (token type 1) holds "keyword ; gloss"
+        seg_b = feeds["input_ids"][row][(feeds["token_type_ids"][row] == 1) & (feeds["attention_mask"][row] == 1)]
+        assert tok.decode(seg_b.tolist()).startswith(f"{word} ; ")
+    # truncation keeps the judged occurrence
+    long_text = "filler words here " * 200 + SENT + " trailing words" * 200
+    start = long_text.index("Asian")
+    feeds = encode_batch(tok, [MentionInput(long_text, start, start + 5, "asian", "g")], max_length=64)
+    assert feeds["input_ids"].shape[1] <= 64 and feeds["target_mask"][0].sum() >= 1
+    ids = feeds["input_ids"][0][feeds["target_mask"][0] > 0]
+    assert tok.decode(ids.tolist()).replace(" ", "") == "asian"
+
+
+def items() -> list[MentionInput]:
+    texts = [
+        "The Muslim community organised a food drive for the whole town last winter.",
+        "Black pepper and white rice.",
+        "Many Mexican workers were praised by the mayor for their effort in rebuilding the bridge after the flood hit.",
+        "poor reviews",
+    ]
+    out = []
+    for t in texts:
+        for kw in ("muslim", "black", "white", "mexican", "poor"):
+            i = t.lower().find(kw)
+            if i >= 0:
+                out.append(MentionInput(t, i, i + len(kw), kw, f"gloss of {kw}"))
+    return out
+
+
+def fp32_copy(tiny_model_dir: Path, tmp_path: Path) -> Path:
+    fp32_dir = tmp_path / "fp32"
+    shutil.copytree(tiny_model_dir, fp32_dir)
+    cfg = json.loads((fp32_dir / "config.json").read_text())
+    cfg["onnx"] = {"fp32": "model.fp32.onnx"}
+    (fp32_dir / "config.json").write_text(json.dumps(cfg))
+    return fp32_dir
+
+
+def test_onnx_export_matches_torch_and_int8_agrees(tiny_model_dir: Path, tmp_path: Path):
+    torch = pytest.importorskip("torch")
+    from tokenizers import Tokenizer
+
+    from export.modeling import JointCrossEncoder
+
+    run = tiny_model_dir.parent / "run"
+    model = JointCrossEncoder(str(run / "encoder_config"), pretrained=False)
+    model.load_state_dict(torch.load(run / "model.pt"))
+    model.eval()
+    tok = Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json"))
+    feeds = encode_batch(tok, items(), max_length=128)
+    with torch.no_grad():
+        torch_w, torch_r = (t.numpy() for t in model(**{k: torch.from_numpy(v) for k, v in feeds.items()}))
+    onnx_model = JointModel(fp32_copy(tiny_model_dir, tmp_path), batch_size=64)
+    onnx_w, onnx_r = onnx_model.predict_logits(items())
+    # the exported graph computes what the PyTorch model does, for every length in the batch
+    np.testing.assert_allclose(onnx_w, torch_w, atol=1e-4)
+    np.testing.assert_allclose(onnx_r, torch_r, atol=1e-4)
+    # int8 vs fp32: same labels for nearly all, close logits
+    int8_w, int8_r = JointModel(tiny_model_dir).predict_logits(items())
+    assert (onnx_w.argmax(1) == int8_w.argmax(1)).mean() >= 0.8
+    assert (onnx_r.argmax(1) == int8_r.argmax(1)).mean() >= 0.8
+    assert np.abs(onnx_w - int8_w).max() < 0.5
+
+
+def test_fp32_predictions_do_not_depend_on_the_batch(tiny_model_dir: Path, tmp_path: Path):
+    # (int8 dynamic quantization scales activations per batch, so only fp32 is batch-invariant;
+    # FairStream therefore batches at fixed window positions, see test_stream resume tests)
+    fp32 = fp32_copy(tiny_model_dir, tmp_path)
+    many = JointModel(fp32, batch_size=8).predict_logits(items())[1]
+    single = np.concatenate([JointModel(fp32, batch_size=1).predict_logits([it])[1] for it in items()])
+    np.testing.assert_allclose(many, single, atol=1e-4)
+
+
+def test_model_errors_name_the_file(tiny_model_dir: Path, tmp_path: Path):
+    with pytest.raises(ModelError, match=r"config\.json: model config not found"):
+        JointModel(tmp_path / "nothing")
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, broken)
+    (broken / "model.int8.onnx").write_bytes(b"not an onnx file")
+    with pytest.raises(ModelError, match=r"model\.int8\.onnx: cannot load ONNX model"):
+        JointModel(broken).predict(items())
+    (broken / "tokenizer.json").unlink()
+    with pytest.raises(ModelError, match=r"tokenizer\.json: tokenizer not found"):
+        JointModel(broken).predict(items())
+    (broken / "config.json").write_text("{oops")
+    with pytest.raises(ModelError, match="corrupt model config"):
+        JointModel(broken)
+
+
+def test_model_pickles_without_session(tiny_model_dir: Path):
+    import pickle
+
+    model = JointModel(tiny_model_dir)
+    before = model.predict(items())
+    clone = pickle.loads(pickle.dumps(model))
+    assert clone._session is None
+    assert [p.regard for p in clone.predict(items())] == [p.regard for p in before]
+
+
+def test_metrics_against_hand_computed_values():
+    gold = ["yes", "yes", "no", "no", "yes", "no"]
+    pred = ["yes", "no", "no", "yes", "yes", "no"]
+    # observed 4/6; expected (3*3 + 3*3)/36 = 0.5 -> kappa = (2/3 - 1/2) / (1/2) = 1/3
+    assert cohen_kappa(gold, pred) == pytest.approx(1 / 3)
+    f = f1_scores(["a", "a", "b", "c"], ["a", "b", "b", "b"], ["a", "b", "c"])
+    assert f["a"] == pytest.approx(2 / 3) and f["b"] == pytest.approx(0.5) and f["c"] == 0.0
+    assert f["macro"] == pytest.approx((2 / 3 + 0.5) / 3) and f["micro"] == pytest.approx(0.5)
+    assert cohen_kappa(["x", "x"], ["x", "x"]) == 1.0
+
+
+def test_eval_models_on_a_labels_file(tiny_model_dir: Path, tmp_path: Path):
+    from fairstream.eval import evaluate_model, format_report
+
+    rows = [
+        {"uid": "1", "text": "The Muslim family met the mayor to talk about the new school in the town centre.", "keyword": "muslim",
+         "class": "religion", "gloss": "who believes in Islam", "wsd": "yes", "regard": "neutral"},
+        {"uid": "2", "text": "Add black pepper to the sauce and stir it for another five minutes on low heat please.", "keyword": "black",
+         "class": "race/ethnicity", "gloss": "of Black race/ethnicity", "wsd": "no", "regard": None},
+        {"uid": "3", "text": "Many Mexicans were praised for rebuilding the bridge after the flood in the spring.", "keyword": "mexican",
+         "class": "nationality", "gloss": "of Mexican nationality", "wsd": "yes", "regard": "positive"},
+    ]  # fmt: skip
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = evaluate_model(JointModel(tiny_model_dir), labels)
+    assert result["metrics"]["n"] == 3 and result["metrics"]["regard_n"] == 2
+    assert set(result["per_class"]) == {"religion", "race/ethnicity", "nationality"}
+    assert len(result["predictions"]["wsd"]) == 3
+    assert "WSD     kappa" in format_report(result)
