@@ -13,27 +13,28 @@ Reported per annotated sentence:
   * front: the stream's model-free front (CandidateExtractor.scan), for scale
   * with --stream-ms-per-sentence: the sidecar's overhead relative to the whole stream
 
-    python benchmarks/bench_stats.py --quick
-    python benchmarks/bench_stats.py --max-docs 3000 --prune-every 1000 --out benchmarks/results
+    python benchmarks/bench_stats.py --quick      # writes benchmarks/results/stats.{json,md}
+    python benchmarks/bench_stats.py --max-docs 6000 --prune-every 1000 --stream-ms-per-sentence 2.0
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # run from a checkout without installing
-DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "corpus"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault(
+    "NLTK_DATA", str(Path(__file__).resolve().parent.parent.parent / "shared/data/nltk_data")
+)
+
+from benchmarks._common import DEFAULT_CORPUS, load_corpus, machine, machine_line, write_results
+
 TIMING_NOTE = (
     "timing only: mentions found by CandidateExtractor, each treated as person-sense with neutral "
     "regard (no model run), so every candidate sentence is counted"
@@ -41,20 +42,11 @@ TIMING_NOTE = (
 
 
 def load_docs(corpus: Path, max_docs: int) -> list[str]:
-    files = sorted(corpus.glob("*.jsonl.gz"))
-    if not files:
+    docs = [d["text"] for d in load_corpus(corpus, max_docs) if isinstance(d.get("text"), str)]
+    if not docs:
         sys.exit(
-            f"no *.jsonl.gz files in {corpus}; pass --corpus (the shared corpus is ../shared/data/corpus)"
+            f"no documents in {corpus}/*.jsonl.gz; pass --corpus (the shared corpus is ../shared/data/corpus)"
         )
-    docs: list[str] = []
-    for path in files:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                text = json.loads(line).get("text")
-                if isinstance(text, str):
-                    docs.append(text)
-                if len(docs) >= max_docs:
-                    return docs
     return docs
 
 
@@ -171,12 +163,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "merged_sentences": merged.totals["sentences_counted"],
         "json_bytes": len(payload),
         "memory": counts.memory_report(),
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-        },
+        "machine": machine(),
     }
     if args.stream_ms_per_sentence:
         result["stream_ms_per_sentence"] = args.stream_ms_per_sentence
@@ -215,12 +202,10 @@ def markdown(r: dict[str, Any]) -> str:
                 f"{r['overhead_vs_stream_percent']:.2f}%",
             )
         )
-    m = r["machine"]
     lines = [
         "# bench_stats: co-occurrence sidecar cost",
         "",
-        f"Machine: {m['processor']}, {m['cpus']} CPUs, {m['platform']}, Python {m['python']}; "
-        f"median of {r['repeat']} runs (single process).",
+        f"Machine: {machine_line(r['machine'])}; median of {r['repeat']} runs (single process).",
         f"Note: {r['note']}.",
         "",
         "| measure | value |",
@@ -247,14 +232,15 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the stream's measured time per annotated sentence, to report the sidecar's relative overhead",
     )
-    parser.add_argument("--out", default=None, help="folder for bench_stats.json and bench_stats.md")
+    parser.add_argument(
+        "--out", default=None, help="folder for bench_stats.json/.md instead of benchmarks/results/stats.*"
+    )
     parser.add_argument("--quick", action="store_true", help="300 documents, 1 repetition")
     args = parser.parse_args(argv)
     if args.quick:
         args.max_docs, args.repeat = min(args.max_docs, 300), 1
     if args.prune_every == 0:
         args.prune_every = None
-    os.environ.setdefault("NLTK_DATA", str(ROOT.parent / "shared" / "data" / "nltk_data"))
     result = run(args)
     text = markdown(result)
     print(text)
@@ -262,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "bench_stats.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        (out / "bench_stats.md").write_text(text, encoding="utf-8")
+        (out / "bench_stats.md").write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {out / 'bench_stats.md'}")
+    else:
+        print(f"wrote {write_results('stats', result, text)}")
     return 0
 
 

@@ -26,6 +26,7 @@ class CandidateSentence:
     end: int
     n_tokens: int
     mentions: list[Mention]
+    tokens: list[str] = field(default_factory=list)  # NLTK word tokens (reused by the statistics sidecar)
 
     def text(self, document: str) -> str:
         """The sentence's text, cut from its document."""
@@ -83,9 +84,9 @@ class CandidateExtractor:
                 grouped.setdefault(i, []).append(m)
         for i, ms in grouped.items():
             start, end = spans[i]
-            n_tokens = self.words.count(text[start:end])
-            if self.length_filter.accepts(n_tokens):
-                scan.candidates.append(CandidateSentence(start, end, n_tokens, ms))
+            tokens = self.words.tokenize(text[start:end])
+            if self.length_filter.accepts(len(tokens)):
+                scan.candidates.append(CandidateSentence(start, end, len(tokens), ms, tokens))
             else:
                 scan.n_mention_sentences_out_of_length += 1
         scan.candidates.sort(key=lambda c: c.start)

@@ -45,7 +45,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
             try:
                 import yaml
             except ImportError:
-                raise FairStreamError(f"{path}: YAML configs need PyYAML: pip install pyyaml (or use JSON/TOML)") from None
+                raise FairStreamError(
+                    f"{path}: YAML configs need PyYAML: pip install pyyaml (or use JSON/TOML)"
+                ) from None
             data = yaml.safe_load(text)
         else:
             data = json.loads(text)
@@ -105,21 +107,37 @@ def cmd_detect(args: argparse.Namespace) -> int:
     def records() -> Any:
         for shard in list_shards(args.inputs or [sample_corpus_path()]):
             for i, doc in enumerate(
-                tqdm(read_documents(shard, on_error=args.on_error, skipped=skipped), desc=shard.name, unit="doc")
+                tqdm(
+                    read_documents(shard, on_error=args.on_error, skipped=skipped),
+                    desc=shard.name,
+                    unit="doc",
+                )
             ):
-                text = coerce_text(doc.get(args.text_field), where=f"{shard}:{i + 1} field {args.text_field!r}", max_chars=None)
+                text = coerce_text(
+                    doc.get(args.text_field),
+                    where=f"{shard}:{i + 1} field {args.text_field!r}",
+                    max_chars=None,
+                )
                 scan = extractor.scan(text)
                 yield {
                     "file": shard.name,
                     "id": doc.get("id", i),
                     "sentences": [
-                        {"start": c.start, "end": c.end, "n_tokens": c.n_tokens, "mentions": [m.to_dict() for m in c.mentions]}
+                        {
+                            "start": c.start,
+                            "end": c.end,
+                            "n_tokens": c.n_tokens,
+                            "mentions": [m.to_dict() for m in c.mentions],
+                        }
                         for c in scan.candidates
                     ],
                 }
 
     n = write_jsonl(args.output, records())
-    print(f"wrote {n} documents to {args.output}" + (f" ({len(skipped)} bad records skipped)" if skipped else ""))
+    print(
+        f"wrote {n} documents to {args.output}"
+        + (f" ({len(skipped)} bad records skipped)" if skipped else "")
+    )
     return 0
 
 
@@ -155,7 +173,9 @@ def cmd_eval_models(args: argparse.Namespace) -> int:
     from fairstream.models.runtime import JointModel
     from fairstream.taxonomy import Taxonomy
 
-    result = evaluate_model(JointModel(args.model, batch_size=args.batch_size), args.labels, Taxonomy.load(args.taxonomy))
+    result = evaluate_model(
+        JointModel(args.model, batch_size=args.batch_size), args.labels, Taxonomy.load(args.taxonomy)
+    )
     if args.json:
         result = dict(result)
         if not args.predictions:
@@ -174,7 +194,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     after = CooccurrenceCounts.load(args.after) if args.after else None
     stream_stats = json.loads(Path(args.stream_stats).read_text()) if args.stream_stats else None
     paths = write_report(before, after, Path(args.out), top_k=args.top_k, stream_stats=stream_stats)
-    for p in paths if isinstance(paths, list | tuple) else [paths]:
+    for p in paths.all():
         print(f"wrote {p}")
     return 0
 
@@ -216,7 +236,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of all commands."""
-    parser = argparse.ArgumentParser(prog="fairstream", description="Audit and rebalance social bias in pretraining text.")
+    parser = argparse.ArgumentParser(
+        prog="fairstream", description="Audit and rebalance social bias in pretraining text."
+    )
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
@@ -225,10 +247,21 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func, _subparser=p)
         return p
 
-    p = add("filter", cmd_filter, "Filter document shards (default: the embedded sample corpus); write outputs, stats and a report.")
-    p.add_argument("inputs", nargs="*", help="shard files or folders (.jsonl, .jsonl.gz, .parquet); none = sample corpus")
+    p = add(
+        "filter",
+        cmd_filter,
+        "Filter document shards (default: the embedded sample corpus); write outputs, stats and a report.",
+    )
+    p.add_argument(
+        "inputs", nargs="*", help="shard files or folders (.jsonl, .jsonl.gz, .parquet); none = sample corpus"
+    )
     p.add_argument("-o", "--output", default="fairstream-out", help="output folder (default: %(default)s)")
-    p.add_argument("--cap", type=float, default=0.01, help="max kept negative-regard share per attribute (default: %(default)s)")
+    p.add_argument(
+        "--cap",
+        type=float,
+        default=0.01,
+        help="max kept negative-regard share per attribute (default: %(default)s)",
+    )
     p.add_argument("--granularity", choices=["sentence", "document"], default="sentence")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default=None, help="model folder (default: shipped joint-v1)")
@@ -249,7 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("taxonomy", cmd_taxonomy, "Print and validate a taxonomy.")
     p.add_argument("--json", action="store_true")
 
-    p = add("eval-models", cmd_eval_models, "Evaluate the WSD + regard model on a labels file (dev-set schema).")
+    p = add(
+        "eval-models", cmd_eval_models, "Evaluate the WSD + regard model on a labels file (dev-set schema)."
+    )
     p.add_argument("--labels", required=True, help="JSON lines with text, keyword, gloss, wsd, regard")
     p.add_argument("--model", default=None, help="model folder (default: shipped joint-v1)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -263,19 +298,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", default="fairstream-report")
     p.add_argument("--top-k", type=int, default=10)
 
-    p = add("seegull-recall", cmd_seegull, "Recall@k of SeeGULL stereotypes by the bias scores (paper Table 8).")
+    p = add(
+        "seegull-recall", cmd_seegull, "Recall@k of SeeGULL stereotypes by the bias scores (paper Table 8)."
+    )
     p.add_argument("--counts", required=True, help="counts.json (e.g. written by fairstream filter)")
     p.add_argument("--seegull-dir", default="../shared/data/bias/seegull")
     p.add_argument("--version", choices=["v1", "v2"], default="v2")
     p.add_argument("-k", type=int, nargs="+", default=[50, 100, 200, 300, 500])
     p.add_argument("--json", action="store_true")
 
-    p = add("annotate", cmd_annotate, "Label (sentence, keyword) pairs with an LLM (paper prompts); resumable.")
+    p = add(
+        "annotate", cmd_annotate, "Label (sentence, keyword) pairs with an LLM (paper prompts); resumable."
+    )
     p.add_argument("input", help="JSON lines with uid, text, keyword, gloss")
-    p.add_argument("-o", "--output", required=True, help="JSON lines output (appended; existing uids are skipped)")
+    p.add_argument(
+        "-o", "--output", required=True, help="JSON lines output (appended; existing uids are skipped)"
+    )
     p.add_argument("--backend", choices=["openai", "transformers"], default="openai")
-    p.add_argument("--model", required=True, help="model name (openai) or local folder / repo path (transformers)")
-    p.add_argument("--base-url", default="http://localhost:8000/v1", help="OpenAI-compatible endpoint (openai backend)")
+    p.add_argument(
+        "--model", required=True, help="model name (openai) or local folder / repo path (transformers)"
+    )
+    p.add_argument(
+        "--base-url", default="http://localhost:8000/v1", help="OpenAI-compatible endpoint (openai backend)"
+    )
     p.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (transformers backend)")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--retries", type=int, default=3)

@@ -74,14 +74,20 @@ class FilterJob:
         """Filter every shard not finished yet; return the summary."""
         from tqdm import tqdm
 
-        from fairstream.stats import CooccurrenceCounts
+        from fairstream.stats import BeforeAfterHook, CooccurrenceCounts
 
         out = self.output_dir
         (out / "data").mkdir(parents=True, exist_ok=True)
         state_path = out / STATE_FILE
         state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.is_file() else {}
-        settings = {"cap": self.cap, "granularity": self.granularity, "seed": self.seed, "model": self.model.name,
-                    "taxonomy": self.taxonomy.name, "shards": [str(s) for s in self.shards]}
+        settings = {
+            "cap": self.cap,
+            "granularity": self.granularity,
+            "seed": self.seed,
+            "model": self.model.name,
+            "taxonomy": self.taxonomy.name,
+            "shards": [str(s) for s in self.shards],
+        }
         if state and state.get("settings") != settings:
             raise FairStreamError(
                 f"{state_path}: this folder holds a run with other settings {state.get('settings')}; "
@@ -89,8 +95,16 @@ class FilterJob:
             )
         done: list[str] = state.get("done", [])
         stats = StreamStats.from_dict(state.get("stats", {}))
-        before = CooccurrenceCounts.from_dict(state["counts_before"]) if "counts_before" in state else CooccurrenceCounts()
-        after = CooccurrenceCounts.from_dict(state["counts_after"]) if "counts_after" in state else CooccurrenceCounts()
+        before = (
+            CooccurrenceCounts.from_dict(state["counts_before"])
+            if "counts_before" in state
+            else CooccurrenceCounts()
+        )
+        after = (
+            CooccurrenceCounts.from_dict(state["counts_after"])
+            if "counts_after" in state
+            else CooccurrenceCounts()
+        )
         controller_state = state.get("controller")
         if done:
             logger.info("resuming: %d of %d shards already done", len(done), len(self.shards))
@@ -100,12 +114,7 @@ class FilterJob:
             skipped: list[str] = []
             docs = list(read_documents(shard, on_error=self.on_error, skipped=skipped))
             shard_before, shard_after = CooccurrenceCounts(), CooccurrenceCounts()
-
-            def consume(text: str, annotation: dict[str, Any], b: Any = shard_before, a: Any = shard_after) -> None:
-                b.consume(text, annotation, which="all")
-                a.consume(text, annotation, which="kept")
-
-            stream = self._stream(docs, [consume])
+            stream = self._stream(docs, [BeforeAfterHook(shard_before, shard_after)])
             if controller_state is not None:
                 stream.controller.load_state_dict(controller_state)
             rows: Iterator[Any] = iter(stream)
@@ -119,17 +128,30 @@ class FilterJob:
             before, after = before + shard_before, after + shard_after
             controller_state = stream.controller.state_dict()
             done.append(shard.name)
-            write_json(state_path, {"settings": settings, "done": done, "stats": stats.to_dict(),
-                                    "controller": controller_state, "counts_before": before.to_dict(),
-                                    "counts_after": after.to_dict()})
+            write_json(
+                state_path,
+                {
+                    "settings": settings,
+                    "done": done,
+                    "stats": stats.to_dict(),
+                    "controller": controller_state,
+                    "counts_before": before.to_dict(),
+                    "counts_after": after.to_dict(),
+                },
+            )
         write_json(out / "stats.json", stats.to_dict())
         before.save(out / "counts_before.json")
         after.save(out / "counts_after.json")
-        summary: dict[str, Any] = {"output_dir": str(out), "stats": stats.to_dict(), "shards": len(self.shards)}
+        summary: dict[str, Any] = {
+            "output_dir": str(out),
+            "stats": stats.to_dict(),
+            "shards": len(self.shards),
+        }
         if self.report:
             from fairstream.stats import write_report
 
-            summary["report"] = [str(p) for p in _as_list(write_report(before, after, out / "report", stream_stats=stats.to_dict()))]
+            paths = write_report(before, after, out / "report", stream_stats=stats.to_dict())
+            summary["report"] = [str(paths.html), str(paths.markdown)]
         with atomic_write(out / "summary.txt") as f:
             f.write(self.format_summary(summary) + "\n")
         return summary
@@ -154,15 +176,12 @@ class FilterJob:
                 nb, na = sum(a["before"].values()), sum(a["after"].values())
                 sb = a["before"]["negative"] / nb if nb else 0.0
                 sa = a["after"]["negative"] / na if na else 0.0
-                lines.append(f"  {kw:<16} {a['person_sentences']:>11} {sb:>10.1%} {sa:>10.1%} {a['dropped']:>8}")
+                lines.append(
+                    f"  {kw:<16} {a['person_sentences']:>11} {sb:>10.1%} {sa:>10.1%} {a['dropped']:>8}"
+                )
         if "seconds" in summary:
             lines.append(f"  time: {summary['seconds']} s")
         for p in summary.get("report", []):
             lines.append(f"  report: {p}")
         return "\n".join(lines)
 
-
-def _as_list(x: Any) -> list[Any]:
-    if isinstance(x, dict):
-        return list(x.values())
-    return list(x) if isinstance(x, list | tuple) else [x]

@@ -73,17 +73,27 @@ def read_jsonl(
                 try:
                     line = raw_line.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    _bad(f"{path}:{lineno}: invalid UTF-8 ({exc.reason} at byte {exc.start})", on_error, skipped)
+                    _bad(
+                        f"{path}:{lineno}: invalid UTF-8 ({exc.reason} at byte {exc.start})",
+                        on_error,
+                        skipped,
+                    )
                     continue
                 if not line.strip():
                     continue
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    _bad(f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})", on_error, skipped)
+                    _bad(
+                        f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})", on_error, skipped
+                    )
                     continue
                 if not isinstance(obj, dict):
-                    _bad(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}", on_error, skipped)
+                    _bad(
+                        f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}",
+                        on_error,
+                        skipped,
+                    )
                     continue
                 yield obj
     except FileNotFoundError:

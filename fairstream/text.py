@@ -153,10 +153,11 @@ MAX_BLOCK_CHARS = 20_000
 
 
 def block_spans(text: str, max_chars: int = MAX_BLOCK_CHARS) -> list[tuple[int, int]]:
-    """Cut text into blocks that no sentence crosses: paragraphs (blank-line separated), and
-    paragraphs longer than ``max_chars`` at their last line break (else last whitespace) before
-    the limit. Splitting blocks separately bounds NLTK's work per call and lets callers split
-    only the blocks that contain keywords.
+    """Cut text into blocks that no sentence crosses.
+
+    Blocks are paragraphs (blank-line separated); a paragraph longer than ``max_chars`` is cut at
+    its last line break (else last whitespace) before the limit. Splitting blocks separately
+    bounds NLTK's work per call and lets callers split only the blocks that contain keywords.
     """
     blocks: list[tuple[int, int]] = []
     start = 0

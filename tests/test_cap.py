@@ -21,7 +21,10 @@ def synthetic_stream(n: int, neg_rates: dict[str, float], seed: int) -> list[Uni
         k = 1 if rng.random() < 0.8 else 2
         for a in rng.choice(list(neg_rates), size=k, replace=False):
             r = rng.random()
-            unit.add(str(a), "negative" if r < neg_rates[a] else ("positive" if r < neg_rates[a] + 0.15 else "neutral"))
+            unit.add(
+                str(a),
+                "negative" if r < neg_rates[a] else ("positive" if r < neg_rates[a] + 0.15 else "neutral"),
+            )
         units.append(unit)
     return units
 
@@ -63,7 +66,11 @@ def test_kept_share_ends_close_to_cap_and_negatives_are_spread(rate, seed):
         share = ctrl.negative_share(a)
         assert 0.8 * cap <= share <= cap, (a, share)
     # kept negatives of "muslim" are spread over the stream, not the first ones
-    pos = [i for i, (u, k) in enumerate(zip(units, decisions, strict=True)) if k and "muslim" in u.negative_attributes]
+    pos = [
+        i
+        for i, (u, k) in enumerate(zip(units, decisions, strict=True))
+        if k and "muslim" in u.negative_attributes
+    ]
     assert len(pos) > 20
     first_half = sum(p < len(units) / 2 for p in pos) / len(pos)
     assert 0.3 <= first_half <= 0.7
@@ -107,7 +114,10 @@ def test_multi_attribute_sentence_counts_for_both():
     unit.add("muslim", "negative")
     unit.add("arab", "neutral")
     keep, _ = ctrl.decide(unit)
-    assert ctrl.seen == {"muslim": {"negative": 1, "neutral": 0, "positive": 0}, "arab": {"negative": 0, "neutral": 1, "positive": 0}}
+    assert ctrl.seen == {
+        "muslim": {"negative": 1, "neutral": 0, "positive": 0},
+        "arab": {"negative": 0, "neutral": 1, "positive": 0},
+    }
     assert keep is False  # 1 negative out of 1 kept would exceed 50%
     assert sentence_regard(["neutral", "negative", "positive"]) == "negative"
     assert sentence_regard(["neutral", "positive"]) == "positive"

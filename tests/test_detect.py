@@ -33,7 +33,10 @@ def test_hyphens_possessives_plurals_quotes():
     assert found("Muslims and Asians") == [("Muslims", "muslim"), ("Asians", "asian")]
     assert found("the Muslims' rights") == [("Muslims", "muslim")]
     assert found("“Buddhist” and «Hindu»") == [("Buddhist", "buddhist"), ("Hindu", "hindu")]
-    assert found("a non-binary person and a nonbinary one") == [("non-binary", "nonbinary"), ("nonbinary", "nonbinary")]
+    assert found("a non-binary person and a nonbinary one") == [
+        ("non-binary", "nonbinary"),
+        ("nonbinary", "nonbinary"),
+    ]
 
 
 def test_no_match_inside_words():
@@ -50,7 +53,16 @@ def test_longest_form_wins_at_a_position():
 
 def test_punctuation_around_keywords():
     text = "(Indian), [Chinese]; French! German? Greek... Irish—Swiss/Dutch"
-    assert [k for _, k in found(text)] == ["indian", "chinese", "french", "german", "greek", "irish", "swiss", "dutch"]
+    assert [k for _, k in found(text)] == [
+        "indian",
+        "chinese",
+        "french",
+        "german",
+        "greek",
+        "irish",
+        "swiss",
+        "dutch",
+    ]
 
 
 def slow_reference(text: str, tax: Taxonomy) -> bool:
@@ -70,7 +82,9 @@ def slow_reference(text: str, tax: Taxonomy) -> bool:
 
 
 alphabet = st.sampled_from(list("abcdefghijklmnopqrstuvwxyz ABCIKS-'’.,é_1İıſ\n"))
-keywordish = st.sampled_from(["muslim", "Asian", "BLACK", "non-binary", "rich", "polish", "greek", "trans", "muſlim", "MUSLİM"])
+keywordish = st.sampled_from(
+    ["muslim", "Asian", "BLACK", "non-binary", "rich", "polish", "greek", "trans", "muſlim", "MUSLİM"]
+)
 
 
 @settings(max_examples=400, deadline=None)

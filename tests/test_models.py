@@ -43,7 +43,9 @@ def test_encode_pairs_and_target_mask(tiny_model_dir: Path):
         ids = feeds["input_ids"][row][feeds["target_mask"][row] > 0]
         assert tok.decode(ids.tolist()).replace(" ", "") == word
         # second segment (token type 1) holds "keyword ; gloss"
-        seg_b = feeds["input_ids"][row][(feeds["token_type_ids"][row] == 1) & (feeds["attention_mask"][row] == 1)]
+        seg_b = feeds["input_ids"][row][
+            (feeds["token_type_ids"][row] == 1) & (feeds["attention_mask"][row] == 1)
+        ]
         assert tok.decode(seg_b.tolist()).startswith(f"{word} ; ")
     # truncation keeps the judged occurrence
     long_text = "filler words here " * 200 + SENT + " trailing words" * 200

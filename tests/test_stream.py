@@ -68,7 +68,9 @@ def test_cap_holds_on_a_long_stream(tiny_model):
     checked = 0
     for kw, a in st["attributes"].items():
         total = sum(a["after"].values())
-        assert a["after"]["negative"] + a["dropped"] >= a["before"]["negative"] - 0  # nothing lost from the books
+        assert (
+            a["after"]["negative"] + a["dropped"] >= a["before"]["negative"] - 0
+        )  # nothing lost from the books
         if total >= 20:
             checked += 1
             assert a["after"]["negative"] <= 0.05 * total + 1e-9, kw
@@ -77,7 +79,9 @@ def test_cap_holds_on_a_long_stream(tiny_model):
         if kept:
             assert kept == a["after"]
     assert checked >= 3
-    assert any(a["before"]["negative"] / max(1, sum(a["before"].values())) > 0.05 for a in st["attributes"].values())
+    assert any(
+        a["before"]["negative"] / max(1, sum(a["before"].values())) > 0.05 for a in st["attributes"].values()
+    )
 
 
 def test_cap_one_tags_and_counts_without_dropping(tiny_model):
@@ -108,12 +112,9 @@ def run_with_resume(model, docs, midpoints: list[int], **kw) -> list[Any]:
         stream = make(model, docs, **kw)
         if state is not None:
             stream.load_state_dict(json.loads(json.dumps(state)))
-        it = iter(stream)
         n = None if stop is None else stop - prev
-        taken = 0
-        for item in it:
+        for taken, item in enumerate(stream, 1):
             out.append(item)
-            taken += 1
             if n is not None and taken == n:
                 break
         state = stream.state_dict()
@@ -162,14 +163,16 @@ def test_dataloader_workers_shard_without_duplicates(tiny_model, num_workers):
     got = Counter(o["id"] for o in loader)
     assert got == expected
     # with a cap each worker filters its own part: still no duplicates, nothing invented
-    capped = Counter(o["id"] for o in DataLoader(make(tiny_model, docs), batch_size=None, num_workers=num_workers))
+    capped = Counter(
+        o["id"] for o in DataLoader(make(tiny_model, docs), batch_size=None, num_workers=num_workers)
+    )
     assert max(capped.values()) == 1 and set(capped) <= set(expected)
 
 
 def test_simulated_ranks_partition_the_stream(tiny_model):
     docs = sample_docs()
     parts = [[o["id"] for o in make(tiny_model, docs, cap=1.0, rank=r, world_size=3)] for r in range(3)]
-    assert sorted(sum(parts, [])) == sorted(d["id"] for d in docs if d["text"].strip())
+    assert sorted(i for p in parts for i in p) == sorted(d["id"] for d in docs if d["text"].strip())
     assert all(len(set(p)) == len(p) for p in parts)
     with pytest.raises(ValueError, match="rank=3 must be in"):
         make(tiny_model, docs, rank=3, world_size=3)
@@ -179,7 +182,10 @@ def test_stateful_dataloader_resume(tiny_model):
     tdl = pytest.importorskip("torchdata.stateful_dataloader")
     docs = sample_docs()
     for workers in (0, 2):
-        full = [o["id"] for o in tdl.StatefulDataLoader(make(tiny_model, docs), batch_size=None, num_workers=workers)]
+        full = [
+            o["id"]
+            for o in tdl.StatefulDataLoader(make(tiny_model, docs), batch_size=None, num_workers=workers)
+        ]
         loader = tdl.StatefulDataLoader(make(tiny_model, docs), batch_size=None, num_workers=workers)
         head = []
         for i, o in enumerate(loader):
@@ -204,7 +210,9 @@ def test_hf_datasets_streaming_source(tiny_model, shared_dir: Path, tmp_path: Pa
     assert len(out) <= n and all("fairstream" in o for o in out)
     # map-style Dataset too, indexed directly
     mds = datasets.load_dataset("json", data_files=str(src), split="train", cache_dir=str(tmp_path))
-    assert [o["id"] for o in make(tiny_model, mds, cap=1.0)] == [o["id"] for o in make(tiny_model, ds, cap=1.0)]
+    assert [o["id"] for o in make(tiny_model, mds, cap=1.0)] == [
+        o["id"] for o in make(tiny_model, ds, cap=1.0)
+    ]
 
 
 def test_bad_input_raises_with_index_and_id_or_is_counted(tiny_model):
@@ -226,7 +234,13 @@ def test_bad_input_raises_with_index_and_id_or_is_counted(tiny_model):
     assert [o["id"] for o in out] == ["a", "f", "g"]  # empty documents pass through, counted
     assert out[2]["text"] == good
     st = stream.stats()
-    assert st["skipped"] == {"none": 1, "missing-field": 1, "invalid-utf8": 1, "not-a-string": 1, "too-large": 1}
+    assert st["skipped"] == {
+        "none": 1,
+        "missing-field": 1,
+        "invalid-utf8": 1,
+        "not-a-string": 1,
+        "too-large": 1,
+    }
     assert st["counters"]["docs_in"] == 8 and st["counters"]["docs_empty"] == 1
     with pytest.raises(ValueError, match="granularity='word' is not one of"):
         make(tiny_model, docs, granularity="word")
@@ -250,3 +264,20 @@ def test_stats_merge():
     b = StreamStats.from_dict(json.loads(json.dumps(a.to_dict())))
     c = a + b
     assert c.counters["docs_in"] == 4 and c.attributes["muslim"]["before"]["negative"] == 2
+
+
+def test_hf_map_and_filter(tiny_model):
+    datasets = pytest.importorskip("datasets")
+    docs = sample_docs()
+    ds = datasets.Dataset.from_list(docs)
+    from fairstream.stream.hf import fairstream_map_fn
+
+    mapper = fairstream_map_fn(model=tiny_model, cap=0.05, warmup=20, lookahead=16)
+    # batches that are multiples of the look-ahead window batch model calls exactly like the stream
+    mapped = ds.map(mapper, batched=True, batch_size=48)
+    assert len(mapped) == len(docs) and mapped["id"] == [d["id"] for d in docs]
+    kept = mapped.filter(lambda b: b["fairstream_keep"], batched=True)
+    # the same decisions as the streaming wrapper over the same documents in the same order
+    streamed = list(make(tiny_model, docs, lookahead=16))
+    assert [r["text"] for r in kept] == [o["text"] for o in streamed]
+    assert mapper.stats()["counters"]["docs_in"] == len(docs)

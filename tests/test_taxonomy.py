@@ -8,11 +8,11 @@ import pytest
 from fairstream.errors import TaxonomyError
 from fairstream.taxonomy import PAPER_CLASSES, Taxonomy
 
-REQUIRED_NATIONALITIES = (
-    "afghan argentine armenian australian austrian belgian brazilian bulgarian canadian chilean chinese colombian "
-    "croatian cuban danish dominican egyptian french german indian iraqi japanese korean mexican nigerian pakistani "
-    "russian ukrainian"
-).split()
+REQUIRED_NATIONALITIES = [
+    "afghan", "argentine", "armenian", "australian", "austrian", "belgian", "brazilian", "bulgarian", "canadian",
+    "chilean", "chinese", "colombian", "croatian", "cuban", "danish", "dominican", "egyptian", "french", "german",
+    "indian", "iraqi", "japanese", "korean", "mexican", "nigerian", "pakistani", "russian", "ukrainian",
+]  # fmt: skip
 
 
 def test_default_taxonomy_has_paper_shape():
@@ -34,7 +34,9 @@ def test_default_taxonomy_has_paper_shape():
 def test_default_nationalities_come_from_seegull(shared_dir: Path):
     import csv
 
-    rows = list(csv.DictReader((shared_dir / "data/bias/seegull/stereotypes_global_v2.csv").open(encoding="utf-8")))
+    rows = list(
+        csv.DictReader((shared_dir / "data/bias/seegull/stereotypes_global_v2.csv").open(encoding="utf-8"))
+    )
     identities = " ".join(r["identity"].lower() for r in rows)
     extra = {a.keyword for a in Taxonomy.default().classes["nationality"]} - set(REQUIRED_NATIONALITIES)
     # every added nationality is a SeeGULL identity (as adjective or under a demonym such as "Swedes")
@@ -48,7 +50,9 @@ def test_round_trip_and_extension():
     tax = Taxonomy.default()
     again = Taxonomy.from_dict(tax.to_dict())
     assert [(a.keyword, a.gloss, a.forms) for a in again] == [(a.keyword, a.gloss, a.forms) for a in tax]
-    ext = tax.extended({"extra_classes": ["age"], "classes": {"age": [{"keyword": "elderly", "gloss": "who is elderly"}]}})
+    ext = tax.extended(
+        {"extra_classes": ["age"], "classes": {"age": [{"keyword": "elderly", "gloss": "who is elderly"}]}}
+    )
     assert len(ext) == 98 and ext["elderly"].attribute_class == "age" and ext["elderly"].forms == ("elderly",)
 
 
@@ -79,5 +83,12 @@ def test_file_errors(tmp_path: Path):
     with pytest.raises(TaxonomyError, match=r"bad\.json: not valid JSON"):
         Taxonomy.from_file(bad)
     good = tmp_path / "good.json"
-    good.write_text(json.dumps({"name": "mine", "classes": {"religion": [{"keyword": "sikh", "gloss": "who believes in Sikhism"}]}}))
+    good.write_text(
+        json.dumps(
+            {
+                "name": "mine",
+                "classes": {"religion": [{"keyword": "sikh", "gloss": "who believes in Sikhism"}]},
+            }
+        )
+    )
     assert Taxonomy.load(good).name == "mine"

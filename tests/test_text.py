@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from fairstream.candidates import CandidateExtractor
@@ -18,7 +20,7 @@ def test_sentence_spans_are_exact_offsets(kind):
     assert sentences[-1] == "Yes."
     assert "Then it rained!" in sentences and "Did it stop?" in sentences
     # spans are ordered, non-overlapping and only whitespace lies between them
-    for (s1, e1), (s2, _) in zip(spans, spans[1:], strict=False):
+    for (_, e1), (s2, _) in itertools.pairwise(spans):
         assert e1 <= s2 and TEXT[e1:s2].strip() == ""
     assert splitter.source == ("punkt_tab" if kind == "punkt" else "fairstream-fallback")
 
@@ -71,7 +73,10 @@ def test_candidates_group_mentions_by_sentence_with_document_offsets():
     scan = CandidateExtractor().scan(doc)
     assert scan.has_keyword and scan.n_sentences == 2
     (cand,) = scan.candidates
-    assert [(doc[m.start : m.end], m.keyword) for m in cand.mentions] == [("Asian", "asian"), ("Muslim", "muslim")]
+    assert [(doc[m.start : m.end], m.keyword) for m in cand.mentions] == [
+        ("Asian", "asian"),
+        ("Muslim", "muslim"),
+    ]
     assert CandidateExtractor().scan("No protected words at all here.").has_keyword is False
 
 
@@ -98,7 +103,10 @@ def test_coerce_text_accepts_str_and_utf8_bytes():
 
 def test_ten_megabyte_document_is_scanned():
     filler = "Plain words about gardening and weather without protected terms. " * 160_000
-    doc = filler + "The Muslim volunteers cleaned the park and planted many new trees for the whole neighbourhood today."
+    doc = (
+        filler
+        + "The Muslim volunteers cleaned the park and planted many new trees for the whole neighbourhood today."
+    )
     assert len(doc) > 10_000_000
     with pytest.raises(InvalidDocumentError, match="max_doc_chars"):
         coerce_text(doc, where="big")

@@ -28,6 +28,7 @@ from fairstream.stats.scores import (
 from fairstream.stats.seegull import (
     IDENTITY_MAP,
     AttributeMatcher,
+    RecallResult,
     SeegullError,
     Stereotype,
     format_seegull_table,
@@ -48,6 +49,7 @@ __all__ = [
     "ClassScores",
     "CooccurrenceCounts",
     "CountsHook",
+    "RecallResult",
     "ReportPaths",
     "SeegullError",
     "Stereotype",

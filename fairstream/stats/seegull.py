@@ -312,7 +312,7 @@ def recall_at_k(
 
 def seegull_recall_table(
     counts: CooccurrenceCounts,
-    seegull_dir: Path,
+    seegull_dir: str | Path,
     ks: Iterable[int] = DEFAULT_KS,
     version: str = "v2",
     *,

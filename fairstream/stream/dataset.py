@@ -186,7 +186,7 @@ class FairStream(IterableDataset):
             hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, Mapping)
         ):
             for i in range(first, len(src), n_shards):  # type: ignore[arg-type]
-                yield i, src[i]  # type: ignore[index]
+                yield i, src[i]
             return
         for i, doc in enumerate(itertools.islice(src, first, None), start=first):
             if (i - shard) % n_shards == 0:
@@ -298,8 +298,14 @@ class FairStream(IterableDataset):
         annotation = (
             self._annotation(index, doc, tagged, decisions) if (self.annotate or self.hooks) else None
         )
-        for hook in self.hooks:
-            hook(text, annotation)  # type: ignore[arg-type]
+        if self.hooks and annotation is not None:
+            # hooks also get each sentence's NLTK tokens, so the sidecar need not tokenize again
+            sentences = [
+                {**s, "tokens": ts.sentence.tokens}
+                for s, ts in zip(annotation["sentences"], tagged.sentences, strict=True)
+            ]
+            for hook in self.hooks:
+                hook(text, {**annotation, "sentences": sentences})
         if dropped_spans and self.granularity == "document":
             stats.counters["docs_dropped"] += 1
             return None

@@ -1,0 +1,67 @@
+"""Shared helpers for benchmarks: corpus loading, machine description, result files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "corpus"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def load_corpus(corpus: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for path in sorted(corpus.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                docs.append(json.loads(line))
+                if limit is not None and len(docs) >= limit:
+                    return docs
+    return docs
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    import onnxruntime
+
+    return {
+        "cpu": cpu,
+        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "onnxruntime": onnxruntime.__version__,
+        "providers": onnxruntime.get_available_providers(),
+        "commit": commit,
+    }
+
+
+def write_results(name: str, result: dict[str, Any], markdown: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    md = RESULTS / f"{name}.md"
+    md.write_text(markdown + "\n")
+    return md
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    return f"{m['cpu']}, {m['cores']} cores, Python {m['python']}, onnxruntime {m['onnxruntime']} ({', '.join(m['providers'])}), commit {m['commit']}"

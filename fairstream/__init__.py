@@ -1,0 +1,52 @@
+"""fairstream: audit and rebalance social bias in LLM pretraining text while it streams.
+
+Main entry points:
+
+* :class:`fairstream.FairStream`: the streaming ``IterableDataset`` filter with a per-attribute
+  negative-regard cap.
+* :class:`fairstream.Taxonomy` and :class:`fairstream.KeywordDetector`: protected-attribute
+  keywords and their fast detection.
+* :class:`fairstream.JointModel`: the ONNX WSD + regard classifier.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CandidateExtractor",
+    "CapController",
+    "FairStream",
+    "JointModel",
+    "KeywordDetector",
+    "Taxonomy",
+    "__version__",
+]
+
+if TYPE_CHECKING:
+    from fairstream.candidates import CandidateExtractor
+    from fairstream.detect import KeywordDetector
+    from fairstream.models.runtime import JointModel
+    from fairstream.stream.cap import CapController
+    from fairstream.stream.dataset import FairStream
+    from fairstream.taxonomy import Taxonomy
+
+_LAZY = {
+    "CandidateExtractor": "fairstream.candidates",
+    "CapController": "fairstream.stream.cap",
+    "FairStream": "fairstream.stream.dataset",
+    "JointModel": "fairstream.models.runtime",
+    "KeywordDetector": "fairstream.detect",
+    "Taxonomy": "fairstream.taxonomy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # lazy so that `import fairstream` stays cheap (no torch until FairStream is used)
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'fairstream' has no attribute {name!r}")

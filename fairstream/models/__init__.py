@@ -1,0 +1,1 @@
+"""ONNX inference, input encoding, labels and metrics of the WSD + regard model (no torch)."""
