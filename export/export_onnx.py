@@ -8,9 +8,13 @@ extra ``target_mask`` input (the marked keyword's tokens), which is not one of t
 tasks optimum knows how to export; optimum-onnx also pins transformers<4.58. The ONNX graph is
 exported with the TorchScript-based exporter and dynamic batch/sequence axes.
 
-Quantization: onnxruntime dynamic int8, per-channel, MatMul only (measured best here: Gather/
-embedding quantization cost accuracy and gained little speed). Dynamic int8 does not run on the
-CUDA execution provider, so GPU users get fp16 (``--fp16``).
+Quantization: onnxruntime dynamic int8, per-channel, of MatMul weights and of the Gather
+(embedding) tables. MatMul-only keeps the 30k x 384 fp32 embedding table and gives a 59 MB model;
+quantizing Gather too gives 23 MB with nearly the same dev metrics (first model: WSD kappa 0.782
+vs 0.782, regard macro-F1 0.659 vs 0.662 for MatMul-only). Keeping the last or first layer, or the attention
+projections, in fp32 raised int8-vs-fp32 label agreement by at most 0.8 points at 5-8 MB more, so
+it is not done. Dynamic int8 does not run on the CUDA execution provider, so GPU users get fp16
+(``--fp16``).
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def quantize_int8(src: Path, dst: Path) -> None:
         pre = Path(tmp) / "pre.onnx"
         quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
         quantize_dynamic(
-            str(pre), str(dst), per_channel=True, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8
+            str(pre), str(dst), per_channel=True, op_types_to_quantize=["MatMul", "Gather"], weight_type=QuantType.QInt8
         )
 
 
@@ -179,13 +183,15 @@ def parity(fp32: Path, out: Path, labels: Path) -> dict:
     r8 = evaluate_model(JointModel(out), labels, tax)
     r32 = evaluate_model(JointModel(tmp), labels, tax)
     shutil.rmtree(tmp)
-    w8, w32 = np.array(r8["predictions"]["wsd"]), np.array(r32["predictions"]["wsd"])
+    # agreement of the decisions that matter: person (WSD yes) or not, and regard where fp32 says person
+    yes8 = np.array([w == "yes" for w in r8["predictions"]["wsd"]])
+    yes32 = np.array([w == "yes" for w in r32["predictions"]["wsd"]])
     g8, g32 = np.array(r8["predictions"]["regard"]), np.array(r32["predictions"]["regard"])
     return {
         "labels": str(labels),
-        "n": len(w8),
-        "wsd_label_agreement": float((w8 == w32).mean()),
-        "regard_label_agreement": float((g8 == g32).mean()),
+        "n": len(yes8),
+        "wsd_label_agreement": float((yes8 == yes32).mean()),
+        "regard_label_agreement": float((g8[yes32] == g32[yes32]).mean()),
         "int8": r8["metrics"],
         "fp32": r32["metrics"],
         "delta_int8_minus_fp32": {

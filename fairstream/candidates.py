@@ -61,9 +61,7 @@ class CandidateExtractor:
 
     def scan(self, text: str) -> DocumentScan:
         """Scan one document (already checked to be a ``str``)."""
-        if not self.detector.has_any(text):
-            return DocumentScan(has_keyword=False)
-        mentions = self.detector.find(text)
+        mentions = self.detector.find(text)  # one scan; documents without keywords stop here
         if not mentions:
             return DocumentScan(has_keyword=False)
         # split only the blocks (paragraphs) that contain mentions

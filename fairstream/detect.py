@@ -98,6 +98,15 @@ class KeywordDetector:
 
     def find(self, text: str) -> list[Mention]:
         """All keyword occurrences in ``text``, in order, with offsets into ``text``."""
+        if text.isascii() or not any(c in text for c in _FOLD_ONLY_CHARS):
+            # fast path: without the three special characters, lower() keeps every offset and a
+            # case-sensitive scan of the lowered text finds exactly what IGNORECASE would
+            lowered = text.lower()
+            return [
+                Mention(m.start(), m.end(), text[m.start() : m.end()], attr.keyword, attr.attribute_class)
+                for m in self._lower_pattern.finditer(lowered)
+                for attr in (self._forms[m.group(0)],)
+            ]
         out = []
         for m in self._pattern.finditer(text):
             surface = m.group(0)

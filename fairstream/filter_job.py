@@ -184,4 +184,3 @@ class FilterJob:
         for p in summary.get("report", []):
             lines.append(f"  report: {p}")
         return "\n".join(lines)
-

@@ -145,6 +145,7 @@ class FairStream(IterableDataset):
         out["counters"]["model_calls"] = self.tagger.model_calls
         out["counters"]["mentions_predicted"] = self.tagger.mentions_predicted
         out["counters"]["cache_hits"] = self.tagger.cache_hits
+        out["seconds"] = {k: round(v, 3) for k, v in self.tagger.seconds.items()}
         return out
 
     def state_dict(self) -> dict[str, Any]:
