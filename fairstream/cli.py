@@ -213,7 +213,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     """Label (sentence, keyword) pairs with an LLM using the paper's two prompts."""
     from fairstream.annotate import run_annotation
 
-    run_annotation(
+    counts = run_annotation(
         input_path=Path(args.input),
         output_path=Path(args.output),
         backend=args.backend,
@@ -224,6 +224,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         retries=args.retries,
         progress=not args.no_progress,
     )
+    print(json.dumps(counts))
     return 0
 
 

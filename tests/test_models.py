@@ -171,3 +171,32 @@ def test_eval_models_on_a_labels_file(tiny_model_dir: Path, tmp_path: Path):
     assert set(result["per_class"]) == {"religion", "race/ethnicity", "nationality"}
     assert len(result["predictions"]["wsd"]) == 3
     assert "WSD     kappa" in format_report(result)
+
+
+def test_fp16_export_for_gpu_matches_fp32(tiny_model_dir: Path, tmp_path: Path):
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    from export.export_onnx import convert_fp16
+
+    fp16 = tmp_path / "model.fp16.onnx"
+    convert_fp16(tiny_model_dir / "model.fp32.onnx", fp16)
+    tok = Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json"))
+    feeds = encode_batch(tok, items(), max_length=128)
+    # ONNX Runtime's CPU provider also runs fp16 graphs, which lets this machine check the conversion
+    half = ort.InferenceSession(str(fp16), providers=["CPUExecutionProvider"]).run(None, feeds)
+    full = ort.InferenceSession(
+        str(tiny_model_dir / "model.fp32.onnx"), providers=["CPUExecutionProvider"]
+    ).run(None, feeds)
+    for h, f in zip(half, full, strict=True):
+        assert h.dtype == np.float32  # inputs/outputs stay fp32 (keep_io_types)
+        np.testing.assert_allclose(h, f, atol=0.05 * max(1.0, np.abs(f).max()))
+    # the runtime picks int8 on CPU and refuses a folder that only has fp16 there
+    only16 = tmp_path / "only16"
+    shutil.copytree(tiny_model_dir, only16)
+    shutil.copy(fp16, only16 / "model.fp16.onnx")
+    cfg = json.loads((only16 / "config.json").read_text())
+    cfg["onnx"] = {"fp16": "model.fp16.onnx"}
+    (only16 / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelError, match="no ONNX file usable with CPUExecutionProvider"):
+        JointModel(only16, providers=["CPUExecutionProvider"]).predict(items())

@@ -1,0 +1,75 @@
+"""Tests of the shipped joint-v1 model (real weights) on the project's own labelled sample corpus."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fairstream.candidates import CandidateExtractor
+from fairstream.cli import sample_corpus_path
+from fairstream.models.encoding import REGARD_LABELS, MentionInput
+from fairstream.models.metrics import cohen_kappa, f1_scores
+from fairstream.models.runtime import JointModel, default_model_dir
+
+
+def test_shipped_files_are_small_and_complete():
+    folder = default_model_dir()
+    cfg = json.loads((folder / "config.json").read_text())
+    assert cfg["name"] == "fairstream-joint-v1"
+    for name in (*cfg["onnx"].values(), "tokenizer.json"):
+        size = (folder / name).stat().st_size
+        assert 0 < size < 30e6, (name, size)
+    assert (folder / "MODEL_CARD.md").is_file()
+
+
+def test_inference_path_imports_no_torch_or_transformers():
+    code = (
+        "import sys; from fairstream.models.runtime import JointModel; from fairstream.models.encoding import MentionInput;"
+        "t='The Muslim family opened a bakery that the whole town loves.';"
+        "p=JointModel().predict([MentionInput(t, 4, 10, 'muslim', 'who believes in Islam')]);"
+        "print(p[0].person, 'torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[1:] == ["False", "False"]
+
+
+@pytest.fixture(scope="module")
+def sample_predictions():
+    docs = {json.loads(line)["id"]: json.loads(line)["text"] for line in sample_corpus_path().open()}
+    labels_path = sample_corpus_path().with_name("sample_corpus_labels.jsonl")
+    gold = {(r["doc_id"], r["start"]): r for r in map(json.loads, labels_path.open())}
+    ext = CandidateExtractor()
+    items, keys = [], []
+    for doc_id, text in docs.items():
+        for cand in ext.scan(text).candidates:
+            sent = text[cand.start : cand.end]
+            for m in cand.mentions:
+                if (doc_id, m.start) in gold:
+                    attr = ext.taxonomy[m.keyword]
+                    items.append(
+                        MentionInput(sent, m.start - cand.start, m.end - cand.start, m.keyword, attr.gloss)
+                    )
+                    keys.append((doc_id, m.start))
+    preds = JointModel().predict(items)
+    return [gold[k] for k in keys], preds
+
+
+def test_shipped_model_agrees_with_sample_labels(sample_predictions):
+    gold, preds = sample_predictions
+    assert len(gold) > 300
+    g = ["yes" if r["wsd"] == "yes" else "not" for r in gold]
+    p = ["yes" if x.person else "not" for x in preds]
+    kappa = cohen_kappa(g, p)
+    yes = [i for i, r in enumerate(gold) if r["wsd"] == "yes"]
+    reg_gold = [gold[i]["regard"] for i in yes]
+    reg_pred = [REGARD_LABELS[max(range(3), key=lambda k: preds[i].regard_probs[k])] for i in yes]
+    macro = f1_scores(reg_gold, reg_pred, list(REGARD_LABELS))["macro"]
+    # floors well above chance (an untrained model scores near 0 kappa / 0.3 macro-F1); joint-v1 measured
+    # kappa 0.89 and macro-F1 0.81 here (the first, interim model) on this text it never saw in training
+    assert kappa >= 0.7, kappa
+    assert macro >= 0.7, macro
