@@ -68,7 +68,11 @@ def quantize_int8(src: Path, dst: Path) -> None:
         pre = Path(tmp) / "pre.onnx"
         quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
         quantize_dynamic(
-            str(pre), str(dst), per_channel=True, op_types_to_quantize=["MatMul", "Gather"], weight_type=QuantType.QInt8
+            str(pre),
+            str(dst),
+            per_channel=True,
+            op_types_to_quantize=["MatMul", "Gather"],
+            weight_type=QuantType.QInt8,
         )
 
 

@@ -81,7 +81,9 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
     forms = {a.keyword: a.forms for a in taxonomy}
     pairs = load_standoff(args.labels_dir / "corpus-v1.jsonl", args.corpus)
     # sentences the project wrote itself: synthetic-v1 and written-*-v1 (see labels/DATA_CARD.md)
-    for written in sorted(args.labels_dir.glob("synthetic-*.jsonl")) + sorted(args.labels_dir.glob("written-*.jsonl")):
+    for written in sorted(args.labels_dir.glob("synthetic-*.jsonl")) + sorted(
+        args.labels_dir.glob("written-*.jsonl")
+    ):
         pairs += load_labelled_pairs(written, forms)
     if args.sheng.is_file():
         pairs += sheng_pairs(args.sheng, taxonomy, args.seed)
