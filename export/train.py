@@ -12,6 +12,7 @@ after its held-out numbers were recorded). Seeded and reproducible on CPU.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import math
@@ -89,7 +90,16 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
         pairs += sheng_pairs(args.sheng, taxonomy, args.seed)
     if args.include_dev:
         pairs += load_labelled_pairs(args.dev, forms)
+    elif args.dev_folds:
+        pairs += [
+            p for p in load_labelled_pairs(args.dev, forms) if dev_fold(p.uid, args.dev_folds) != args.fold
+        ]
     return pairs
+
+
+def dev_fold(uid: str, folds: int) -> int:
+    """Stable fold of a dev item (for cross-validation with the dev set in training)."""
+    return int(hashlib.sha1(uid.encode()).hexdigest(), 16) % folds
 
 
 def batches(pairs: list[LabelledPair], batch_size: int, rng: random.Random) -> list[list[LabelledPair]]:
@@ -157,6 +167,12 @@ def main() -> None:
     )
     ap.add_argument("--include-dev", action="store_true")
     ap.add_argument("--eval-dev", action="store_true")
+    ap.add_argument(
+        "--dev-folds", type=int, default=0, help="cross-validation: train on the other dev folds too"
+    )
+    ap.add_argument(
+        "--fold", type=int, default=0, help="with --dev-folds: the dev fold held out and evaluated"
+    )
     ap.add_argument("--epochs", type=float, default=4.0)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=8e-5)
@@ -173,6 +189,8 @@ def main() -> None:
     taxonomy = Taxonomy.default()
     train = build_training_set(args, taxonomy)
     dev = load_labelled_pairs(args.dev, {a.keyword: a.forms for a in taxonomy}) if args.eval_dev else []
+    if args.dev_folds:
+        dev = [p for p in dev if dev_fold(p.uid, args.dev_folds) == args.fold]
     logger.info("training pairs: %d (dev held out: %d)", len(train), len(dev))
     hf_tok = AutoTokenizer.from_pretrained(args.encoder, use_fast=True)
     tokenizer = hf_tok.backend_tokenizer

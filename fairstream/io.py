@@ -149,6 +149,7 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

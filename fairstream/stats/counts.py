@@ -33,19 +33,17 @@ two pruned counts adds their bounds. ``prune_every=None`` counts exactly.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import logging
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from fairstream.errors import FairStreamError, InvalidDocumentError
+from fairstream.io import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -737,21 +735,9 @@ class CountsHook:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` to ``path`` atomically (see :func:`fairstream.io.atomic_write`)."""
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
