@@ -281,3 +281,15 @@ def test_hf_map_and_filter(tiny_model):
     streamed = list(make(tiny_model, docs, lookahead=16))
     assert [r["text"] for r in kept] == [o["text"] for o in streamed]
     assert mapper.stats()["counters"]["docs_in"] == len(docs)
+
+
+def test_hf_iterable_dataset_map(tiny_model):
+    datasets = pytest.importorskip("datasets")
+    from fairstream.stream.hf import fairstream_map_fn
+
+    docs = sample_docs()
+    ids = datasets.Dataset.from_list(docs).to_iterable_dataset(num_shards=1)
+    mapped = ids.map(fairstream_map_fn(model=tiny_model, cap=1.0, lookahead=16), batched=True, batch_size=32)
+    rows = list(mapped)
+    assert [r["id"] for r in rows] == [d["id"] for d in docs]
+    assert all(r["fairstream_keep"] for r in rows) and [r["text"] for r in rows] == [d["text"] for d in docs]

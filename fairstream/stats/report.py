@@ -449,9 +449,6 @@ def write_report(
         _Heading(2, "Summary"),
         _summary_table(before, after),
     ]
-    if stream_stats:
-        blocks += [_Heading(2, "Stream statistics"), *_stats_blocks(stream_stats)]
-
     classes = sorted(set(before.classes()) | (set(after.classes()) if after is not None else set()))
     if not classes:
         blocks.append(_Para("No person-sense mentions were counted."))
@@ -463,6 +460,8 @@ def write_report(
         )
         blocks += class_blocks
         figures.append(fig)
+    if stream_stats:  # the long per-attribute table goes last, after the figures
+        blocks += [_Heading(2, "Stream statistics"), *_stats_blocks(stream_stats)]
 
     fig_paths = []
     for fig in figures:
