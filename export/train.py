@@ -254,6 +254,9 @@ def main() -> None:
         "train_seconds": round(train_s, 1),
         "examples_per_second": round(total * args.batch_size / train_s, 1),
         "include_dev": args.include_dev,
+        "dev_folds": args.dev_folds,
+        "fold": args.fold,
+        "regard_weight": args.regard_weight,
         "train_sources": {s: sum(p.source == s for p in train) for s in sorted({p.source for p in train})},
     }
     if dev:

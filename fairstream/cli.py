@@ -193,7 +193,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     before = CooccurrenceCounts.load(args.before)
     after = CooccurrenceCounts.load(args.after) if args.after else None
     stream_stats = json.loads(Path(args.stream_stats).read_text()) if args.stream_stats else None
-    paths = write_report(before, after, Path(args.out), top_k=args.top_k, stream_stats=stream_stats)
+    paths = write_report(
+        before,
+        after,
+        Path(args.out),
+        top_k=args.top_k,
+        stream_stats=stream_stats,
+        **_vocabulary_settings(args),
+    )
     for p in paths.all():
         print(f"wrote {p}")
     return 0
@@ -204,9 +211,42 @@ def cmd_seegull(args: argparse.Namespace) -> int:
     from fairstream.stats import CooccurrenceCounts, format_seegull_table, seegull_recall_table
 
     counts = CooccurrenceCounts.load(args.counts)
-    rows = seegull_recall_table(counts, Path(args.seegull_dir), ks=tuple(args.k), version=args.version)
+    rows = seegull_recall_table(
+        counts,
+        Path(args.seegull_dir),
+        ks=tuple(args.k),
+        version=args.version,
+        multiword=args.multiword,
+        **_vocabulary_settings(args),
+    )
     print(json.dumps(rows, indent=2) if args.json else format_seegull_table(rows))
     return 0
+
+
+def _vocabulary_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "top_n": args.top_n,
+        "min_word_count": args.min_word_count,
+        "min_attribute_sentences": args.min_attribute_sentences,
+        "min_attribute_share": args.min_attribute_share,
+    }
+
+
+def _vocabulary_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--top-n", type=int, default=20000, help="K of the vocabulary rule (default: %(default)s)")
+    p.add_argument(
+        "--min-word-count", type=int, default=3, help="words need c(w,a) >= this (default: %(default)s)"
+    )
+    p.add_argument(
+        "--min-attribute-sentences", type=int, default=10, help="attributes with fewer sentences are left out"
+    )
+    p.add_argument(
+        "--min-attribute-share",
+        type=float,
+        default=1.0,
+        help="a word is in V when in the top-K of this share of the class's attributes (1.0: the paper's "
+        "intersection; lower it on small corpora where the intersection is empty)",
+    )
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
@@ -298,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream-stats", default=None, help="stats.json of the stream (optional)")
     p.add_argument("-o", "--out", default="fairstream-report")
     p.add_argument("--top-k", type=int, default=10)
+    _vocabulary_options(p)
 
     p = add(
         "seegull-recall", cmd_seegull, "Recall@k of SeeGULL stereotypes by the bias scores (paper Table 8)."
@@ -306,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seegull-dir", default="../shared/data/bias/seegull")
     p.add_argument("--version", choices=["v1", "v2"], default="v2")
     p.add_argument("-k", type=int, nargs="+", default=[50, 100, 200, 300, 500])
+    p.add_argument(
+        "--multiword", choices=["skip", "all", "any"], default="skip", help="multi-word stereotypes"
+    )
+    _vocabulary_options(p)
     p.add_argument("--json", action="store_true")
 
     p = add(
