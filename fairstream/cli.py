@@ -158,6 +158,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
         on_error=args.on_error,
         annotate=args.annotate,
         report=not args.no_report,
+        report_settings=_vocabulary_settings(args),
         progress=not args.no_progress,
     )
     t0 = time.perf_counter()
@@ -310,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise")
     p.add_argument("--annotate", action="store_true", help="add per-document annotations to the output")
     p.add_argument("--no-report", action="store_true", help="skip the Markdown/HTML report")
+    _vocabulary_options(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = add("detect", cmd_detect, "Find taxonomy keyword mentions (no models) and write them as JSON lines.")

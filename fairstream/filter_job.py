@@ -43,6 +43,7 @@ class FilterJob:
         on_error: OnError = "raise",
         annotate: bool = False,
         report: bool = True,
+        report_settings: dict[str, Any] | None = None,
         progress: bool = True,
     ) -> None:
         self.shards = list_shards(inputs)
@@ -55,6 +56,7 @@ class FilterJob:
         self.taxonomy = Taxonomy.load(taxonomy)
         self.text_field, self.on_error, self.annotate = text_field, on_error, annotate
         self.report, self.progress = report, progress
+        self.report_settings = report_settings or {}
 
     def _stream(self, docs: list[dict[str, Any]], hooks: list[Any]) -> FairStream:
         return FairStream(
@@ -150,7 +152,9 @@ class FilterJob:
         if self.report:
             from fairstream.stats import write_report
 
-            paths = write_report(before, after, out / "report", stream_stats=stats.to_dict())
+            paths = write_report(
+                before, after, out / "report", stream_stats=stats.to_dict(), **self.report_settings
+            )
             summary["report"] = [str(paths.html), str(paths.markdown)]
         with atomic_write(out / "summary.txt") as f:
             f.write(self.format_summary(summary) + "\n")
