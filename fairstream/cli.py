@@ -330,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--labels", required=True, help="JSON lines with text, keyword, gloss, wsd, regard")
     p.add_argument("--model", default=None, help="model folder (default: shipped joint-v1)")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--json", action="store_true")
     p.add_argument("--predictions", action="store_true", help="with --json: include per-item predictions")
 

@@ -68,7 +68,9 @@ class JointModel:
         model_dir: model folder; ``None`` means the shipped default ``joint-v1``.
         providers: ONNX Runtime execution providers in order of preference; ``None`` picks from
             what is installed (TensorRT, CUDA, then CPU).
-        batch_size: mentions per forward pass (inputs are length-sorted to cut padding).
+        batch_size: mentions per forward pass (inputs are length-sorted to cut padding). Small
+            batches were fastest on a 2-core CPU (8: 491 mentions/s, 32: 448, 128: 308 on the dev
+            set); raise it on a GPU.
         intra_op_threads: threads per session; ``None`` lets ONNX Runtime decide.
     """
 
@@ -77,7 +79,7 @@ class JointModel:
         model_dir: str | Path | None = None,
         *,
         providers: list[str] | None = None,
-        batch_size: int = 32,
+        batch_size: int = 8,
         intra_op_threads: int | None = None,
     ) -> None:
         if batch_size < 1:

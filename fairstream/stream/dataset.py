@@ -89,7 +89,7 @@ class FairStream(IterableDataset):
         annotate: bool = False,
         annotation_field: str = "fairstream",
         on_error: OnError = "raise",
-        lookahead: int = 64,
+        lookahead: int = 256,
         warmup: int = 100,
         cache_size: int = 0,
         min_tokens: int = DEFAULT_MIN_TOKENS,
