@@ -64,3 +64,16 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path: Path):
         raise RuntimeError("interrupted")
     assert target.read_text() == "old"
     assert list(tmp_path.iterdir()) == [target]
+
+
+def test_parquet_shards_and_corrupt_parquet(tmp_path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = [{"id": str(i), "text": f"text {i}"} for i in range(10)]
+    pq.write_table(pa.Table.from_pylist(docs), tmp_path / "a.parquet", row_group_size=3)
+    assert list(read_documents(tmp_path / "a.parquet")) == docs
+    bad = tmp_path / "b.parquet"
+    bad.write_bytes((tmp_path / "a.parquet").read_bytes()[:100])
+    with pytest.raises(ShardError, match=r"b\.parquet: unreadable Parquet"):
+        list(read_documents(bad))
