@@ -196,6 +196,10 @@ def test_stateful_dataloader_resume(tiny_model):
         resumed = tdl.StatefulDataLoader(make(tiny_model, docs), batch_size=None, num_workers=workers)
         resumed.load_state_dict(state)
         assert head + [o["id"] for o in resumed] == full, workers
+        # the workers' stats, summed from the loader state, count every document exactly once
+        from fairstream.stream.stats import stats_from_loader_state
+
+        assert stats_from_loader_state(resumed.state_dict()).counters["docs_in"] == len(docs), workers
 
 
 def test_hf_datasets_streaming_source(tiny_model, shared_dir: Path, tmp_path: Path):

@@ -3,7 +3,7 @@
 from fairstream.stream.cap import CapController, UnitCounts
 from fairstream.stream.dataset import FairStream, remove_spans
 from fairstream.stream.hf import fairstream_map_fn
-from fairstream.stream.stats import StreamStats
+from fairstream.stream.stats import StreamStats, stats_from_loader_state
 from fairstream.stream.tagger import Tagger
 
 __all__ = [
@@ -14,4 +14,5 @@ __all__ = [
     "UnitCounts",
     "fairstream_map_fn",
     "remove_spans",
+    "stats_from_loader_state",
 ]

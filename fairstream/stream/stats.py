@@ -71,3 +71,25 @@ class StreamStats:
             return float("nan")
         total = sum(c[when].values())
         return c[when]["negative"] / total if total else float("nan")
+
+
+def stats_from_loader_state(state: dict[str, Any]) -> StreamStats:
+    """Sum the FairStream stats of every worker in a torchdata ``StatefulDataLoader.state_dict()``.
+
+    With ``num_workers > 0`` each worker filters with its own copy of the stream, so the counts
+    live in the workers; their ``FairStream.state_dict()`` (including ``"stats"``) travel in the
+    loader's state. With ``num_workers=0`` the loader state holds the dataset state directly.
+    """
+    snapshot = state.get("_snapshot", state)
+    workers = snapshot.get("_worker_snapshots")
+    if workers:
+        parts = [w.get("dataset_state") or {} for w in workers.values()]
+    else:
+        main = snapshot.get("_main_snapshot", snapshot)
+        parts = [main.get("dataset_state") or {}]
+    total = StreamStats()
+    for part in parts:
+        if "stats" not in part:
+            raise ValueError("loader state holds no FairStream stats (was the dataset a FairStream?)")
+        total = total + StreamStats.from_dict(part["stats"])
+    return total
