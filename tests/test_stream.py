@@ -99,7 +99,12 @@ def test_document_granularity_drops_whole_documents(tiny_model):
     out = list(stream)
     by_id = {d["id"]: d["text"] for d in docs}
     assert all(o["text"] == by_id[o["id"]] for o in out)
-    assert stream.stats()["counters"]["docs_dropped"] == len(docs) - len(out) > 0
+    st = stream.stats()
+    assert st["counters"]["docs_dropped"] == len(docs) - len(out) > 0
+    # sentences of dropped documents count as dropped, so the stats match the controller's tallies
+    for kw, a in st["attributes"].items():
+        assert stream.controller.kept.get(kw, {"negative": 0, "neutral": 0, "positive": 0}) == a["after"], kw
+        assert sum(a["after"].values()) + a["dropped"] == a["person_sentences"], kw
 
 
 def run_with_resume(model, docs, midpoints: list[int], **kw) -> list[Any]:

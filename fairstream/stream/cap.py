@@ -53,10 +53,10 @@ class UnitCounts:
 
     by_attr: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def add(self, keyword: str, regard: str) -> None:
-        """Count one sentence with the given regard toward ``keyword``."""
+    def add(self, keyword: str, regard: str, n: int = 1) -> None:
+        """Count ``n`` sentences with the given regard toward ``keyword``."""
         counts = self.by_attr.setdefault(keyword, {r: 0 for r in REGARDS})
-        counts[regard] += 1
+        counts[regard] += n
 
     @property
     def negative_attributes(self) -> list[str]:

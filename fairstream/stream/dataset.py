@@ -181,7 +181,7 @@ class FairStream(IterableDataset):
 
     def _indexed_source(self, start: int) -> Iterator[tuple[int, Any]]:
         shard, n_shards = self._shard()
-        first = start if start % n_shards == shard else start + (shard - start) % n_shards
+        first = start + (shard - start) % n_shards  # the first index >= start in this shard
         src = self.source
         if isinstance(src, Sequence) or (
             hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, Mapping)
@@ -335,15 +335,10 @@ class FairStream(IterableDataset):
         for u in units:
             for kw, counts in u.by_attr.items():
                 for r, c in counts.items():
-                    for _ in range(c):
-                        doc_unit.add(kw, r)
+                    doc_unit.add(kw, r, c)
         keep, reason = self.controller.decide(doc_unit)
-        if keep:
-            return [(True, reason)] * len(units)
-        return [
-            (not u.negative_attributes, "document-dropped" if not u.negative_attributes else reason)
-            for u in units
-        ]
+        # a dropped document drops all its sentences, so the stats agree with the controller's tallies
+        return [(keep, reason if keep or u.negative_attributes else "document-dropped") for u in units]
 
     def _annotation(
         self, index: int, doc: Any, tagged: TaggedDocument, decisions: list[tuple[bool, str]]
@@ -363,13 +358,12 @@ class FairStream(IterableDataset):
                     }
                 )
                 mentions.append(d)
-            keep_doc = keep if self.granularity == "sentence" else all(k for k, _ in decisions)
             sentences.append(
                 {
                     "start": ts.sentence.start,
                     "end": ts.sentence.end,
                     "n_tokens": ts.sentence.n_tokens,
-                    "kept": keep_doc,
+                    "kept": keep,
                     "reason": reason,
                     "mentions": mentions,
                 }
