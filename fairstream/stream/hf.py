@@ -26,13 +26,13 @@ class FairStreamMapper:
     def __init__(self, *, text_field: str = "text", annotate: bool = False, **fairstream_kwargs: Any) -> None:
         self.text_field = text_field
         self.annotate = annotate
-        self._annotations: dict[int, dict[str, Any]] = {}
+        self._annotations: dict[int, tuple[str, dict[str, Any]]] = {}
         self.stream = FairStream(
             [], text_field=text_field, annotate=False, hooks=[self._collect], **fairstream_kwargs
         )
 
     def _collect(self, text: str, annotation: dict[str, Any]) -> None:
-        self._annotations[annotation["doc_index"]] = annotation
+        self._annotations[annotation["doc_index"]] = (text, annotation)
 
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         """Filter one batch of rows; returns the updated text column, the keep column and annotations."""
@@ -47,14 +47,12 @@ class FairStreamMapper:
         keep: list[bool] = []
         notes: list[dict[str, Any] | None] = []
         for i, doc in enumerate(docs):
-            ann = self._annotations.get(i)
-            if ann is None:  # skipped as invalid (counted in stats())
+            if i not in self._annotations:  # skipped as invalid (counted in stats())
                 texts.append(doc.get(self.text_field))
                 keep.append(False)
                 notes.append(None)
                 continue
-            text = doc[self.text_field]
-            text = text.decode("utf-8") if isinstance(text, bytes) else text
+            text, ann = self._annotations[i]  # the text as the stream decoded and checked it
             dropped = [(s["start"], s["end"]) for s in ann["sentences"] if not s["kept"]]
             if self.stream.granularity == "document":
                 texts.append(text)
