@@ -26,9 +26,9 @@ from tqdm import tqdm
 from transformers import AutoTokenizer
 
 from export.modeling import JointCrossEncoder
+from fairstream.eval import score
 from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, encode_batch
 from fairstream.models.labels import LabelledPair, load_labelled_pairs, load_standoff
-from fairstream.models.metrics import cohen_kappa, f1_scores
 from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
@@ -135,22 +135,10 @@ def predict(model: JointCrossEncoder, tokenizer, pairs: list[LabelledPair], max_
 
 
 def evaluate(wsd_p: np.ndarray, reg_p: np.ndarray, pairs: list[LabelledPair], threshold: float) -> dict:
-    gold_w = ["yes" if p.wsd == "yes" else "not-yes" for p in pairs]
-    pred_w = ["yes" if w[1] >= threshold else "not-yes" for w in wsd_p]
-    yes = [i for i, p in enumerate(pairs) if p.wsd == "yes"]
-    gold_r = [pairs[i].regard or "neutral" for i in yes]
-    pred_r = [REGARD_LABELS[int(reg_p[i].argmax())] for i in yes]
-    f1w = f1_scores(gold_w, pred_w, ["yes"])
-    f1r = f1_scores(gold_r, pred_r, list(REGARD_LABELS))
-    return {
-        "n": len(pairs),
-        "wsd_kappa": cohen_kappa(gold_w, pred_w),
-        "wsd_f1": f1w["yes"],
-        "regard_n": len(yes),
-        "regard_micro_f1": f1r["micro"],
-        "regard_macro_f1": f1r["macro"],
-        "regard_f1": {k: f1r[k] for k in REGARD_LABELS},
-    }
+    """Score probabilities with the same metrics as ``fairstream eval-models``."""
+    pred_wsd = ["yes" if w[1] >= threshold else "no" for w in wsd_p]
+    pred_regard = [REGARD_LABELS[int(r.argmax())] for r in reg_p]
+    return score(pairs, pred_wsd, pred_regard)
 
 
 def main() -> None:
