@@ -624,7 +624,7 @@ def test_run_annotation_openai_with_stub_server(stub_server: StubServer, tmp_pat
     rows = [
         {
             "uid": "a",
-            "text": "Black women are the real victims.",
+            "text": "Black nurses in the town organised a free clinic.",
             "keyword": "black",
             "gloss": "of Black race/ethnicity",
         },
