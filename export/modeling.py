@@ -14,9 +14,17 @@ from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS
 
 
 class JointCrossEncoder(nn.Module):
-    def __init__(self, encoder_dir: str, dropout: float = 0.1, *, pretrained: bool = True) -> None:
-        """``pretrained=False`` builds the architecture from ``encoder_dir``'s config only (for loading a checkpoint)."""
+    def __init__(
+        self, encoder_dir: str, dropout: float = 0.1, *, pretrained: bool = True, pooling: str = "cls_span"
+    ) -> None:
+        """``pretrained=False`` builds the architecture from ``encoder_dir``'s config only (for loading a checkpoint).
+
+        ``pooling``: "cls_span" ([first token; keyword mean], the shipped model) or "cls_span_mean" (+ mean of all tokens).
+        """
         super().__init__()
+        if pooling not in ("cls_span", "cls_span_mean"):
+            raise ValueError(f"pooling={pooling!r}: expected 'cls_span' or 'cls_span_mean'")
+        self.pooling = pooling
         if pretrained:
             self.encoder = AutoModel.from_pretrained(encoder_dir)
         else:
@@ -24,8 +32,9 @@ class JointCrossEncoder(nn.Module):
         hidden = self.encoder.config.hidden_size
         self.uses_token_types = getattr(self.encoder.config, "type_vocab_size", 0) > 1
         self.dropout = nn.Dropout(dropout)
-        self.wsd_head = nn.Linear(2 * hidden, len(WSD_LABELS))
-        self.regard_head = nn.Linear(2 * hidden, len(REGARD_LABELS))
+        width = (2 if pooling == "cls_span" else 3) * hidden
+        self.wsd_head = nn.Linear(width, len(WSD_LABELS))
+        self.regard_head = nn.Linear(width, len(REGARD_LABELS))
 
     def forward(
         self,
@@ -38,5 +47,9 @@ class JointCrossEncoder(nn.Module):
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
         weights = target_mask.unsqueeze(-1)
         span = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
-        pooled = self.dropout(torch.cat([hidden[:, 0], span], dim=-1))
+        parts = [hidden[:, 0], span]
+        if self.pooling == "cls_span_mean":
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            parts.append((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0))
+        pooled = self.dropout(torch.cat(parts, dim=-1))
         return self.wsd_head(pooled), self.regard_head(pooled)

@@ -28,7 +28,7 @@ from transformers import AutoTokenizer
 from export.modeling import JointCrossEncoder
 from fairstream.eval import score
 from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, encode_batch
-from fairstream.models.labels import LabelledPair, load_labelled_pairs, load_standoff
+from fairstream.models.labels import LabelledPair, load_bias_standoff, load_labelled_pairs, load_standoff
 from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,9 @@ def sheng_pairs(path: Path, taxonomy: Taxonomy, seed: int) -> list[LabelledPair]
 def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[LabelledPair]:
     forms = {a.keyword: a.forms for a in taxonomy}
     pairs = load_standoff(args.labels_dir / "corpus-v1.jsonl", args.corpus)
+    # CrowS-Pairs / StereoSet sentences labelled by the guide (stand-off into ../shared/data/bias)
+    for bias in sorted(args.labels_dir.glob("bias-*.jsonl")):
+        pairs += load_bias_standoff(bias, args.shared)
     # sentences the project wrote itself: synthetic-v1 and written-*-v1 (see labels/DATA_CARD.md)
     for written in sorted(args.labels_dir.glob("synthetic-*.jsonl")) + sorted(
         args.labels_dir.glob("written-*.jsonl")
@@ -95,6 +98,30 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
             p for p in load_labelled_pairs(args.dev, forms) if dev_fold(p.uid, args.dev_folds) != args.fold
         ]
     return pairs
+
+
+def dump_pairs(pairs: list[LabelledPair], path: Path) -> None:
+    """Resolved pairs with their text, loadable by ``load_labelled_pairs`` (for machines without ../shared).
+
+    The file holds third-party text: keep it out of the repository.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for p in pairs:
+            m = p.mention
+            rec = {
+                "uid": p.uid,
+                "text": m.text,
+                "kw_start": m.start,
+                "kw_end": m.end,
+                "keyword": m.keyword,
+                "gloss": m.gloss,
+                "class": p.attribute_class,
+                "wsd": p.wsd,
+                "regard": p.regard,
+                "source": p.source,
+            }
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
 
 def dev_fold(uid: str, folds: int) -> int:
@@ -123,14 +150,16 @@ def tensors(tokenizer, items: list[LabelledPair], max_length: int) -> dict[str, 
 @torch.no_grad()
 def predict(model: JointCrossEncoder, tokenizer, pairs: list[LabelledPair], max_length: int, bs: int = 64):
     model.eval()
+    device = next(model.parameters()).device
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i].mention.text))
     wsd = np.zeros((len(pairs), 3), dtype=np.float32)
     reg = np.zeros((len(pairs), 3), dtype=np.float32)
     for lo in range(0, len(order), bs):
         idx = order[lo : lo + bs]
-        w, r = model(**tensors(tokenizer, [pairs[i] for i in idx], max_length))
-        wsd[idx] = torch.softmax(w, -1).numpy()
-        reg[idx] = torch.softmax(r, -1).numpy()
+        feeds = {k: v.to(device) for k, v in tensors(tokenizer, [pairs[i] for i in idx], max_length).items()}
+        w, r = model(**feeds)
+        wsd[idx] = torch.softmax(w, -1).float().cpu().numpy()
+        reg[idx] = torch.softmax(r, -1).float().cpu().numpy()
     return wsd, reg
 
 
@@ -139,6 +168,65 @@ def evaluate(wsd_p: np.ndarray, reg_p: np.ndarray, pairs: list[LabelledPair], th
     pred_wsd = ["yes" if w[1] >= threshold else "no" for w in wsd_p]
     pred_regard = [REGARD_LABELS[int(r.argmax())] for r in reg_p]
     return score(pairs, pred_wsd, pred_regard)
+
+
+def fit(
+    encoder: str, tokenizer, train: list[LabelledPair], hp: argparse.Namespace
+) -> tuple[JointCrossEncoder, int]:
+    """Fine-tune a fresh joint model on ``train``; returns it (on ``hp.device``) and the step count.
+
+    ``hp`` needs epochs, batch_size, lr, max_length, regard_weight, seed and device.
+    """
+    torch.manual_seed(hp.seed)
+    device = torch.device(hp.device)
+    model = JointCrossEncoder(
+        encoder, dropout=getattr(hp, "dropout", 0.1), pooling=getattr(hp, "pooling", "cls_span")
+    ).to(device)
+    wsd_weight = getattr(hp, "wsd_weight", 1.0)
+    # class weights: rare regard classes (negative, positive) count more, capped to stay stable
+    reg_counts = np.array([sum(p.regard == r for p in train) for r in REGARD_LABELS], dtype=np.float64)
+    reg_w = torch.tensor(
+        np.clip(reg_counts.sum() / (3 * np.maximum(reg_counts, 1)), 0.5, 4.0), dtype=torch.float32
+    ).to(device)
+    logger.info("regard counts %s weights %s", reg_counts.tolist(), reg_w.tolist())
+    rng = random.Random(hp.seed)
+    steps_per_epoch = math.ceil(len(train) / hp.batch_size)
+    total = int(steps_per_epoch * hp.epochs)
+    opt = torch.optim.AdamW(model.parameters(), lr=hp.lr, weight_decay=0.01)
+    warm = max(1, total // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm))
+    )
+    wsd_idx = {w: i for i, w in enumerate(WSD_LABELS)}
+    reg_idx = {r: i for i, r in enumerate(REGARD_LABELS)}
+    step = 0
+    bar = tqdm(total=total, desc="train", unit="step", disable=getattr(hp, "quiet", False))
+    while step < total:
+        for batch in batches(train, hp.batch_size, rng):
+            if step >= total:
+                break
+            model.train()
+            feeds = {k: v.to(device) for k, v in tensors(tokenizer, batch, hp.max_length).items()}
+            w_logits, r_logits = model(**feeds)
+            w_gold = torch.tensor([wsd_idx[p.wsd] for p in batch], device=device)
+            loss = wsd_weight * torch.nn.functional.cross_entropy(w_logits, w_gold)
+            yes = [i for i, p in enumerate(batch) if p.wsd == "yes" and p.regard]
+            if yes:
+                r_gold = torch.tensor([reg_idx[batch[i].regard] for i in yes], device=device)  # type: ignore[index]
+                loss = loss + hp.regard_weight * torch.nn.functional.cross_entropy(
+                    r_logits[yes], r_gold, weight=reg_w
+                )
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            step += 1
+            bar.update(1)
+            if step % 50 == 0:
+                bar.set_postfix(loss=f"{loss.item():.3f}")
+    bar.close()
+    return model, total
 
 
 def main() -> None:
@@ -153,6 +241,14 @@ def main() -> None:
     ap.add_argument(
         "--sheng", type=Path, default=Path("../shared/data/bias/nlg_bias_regard/regard/train.tsv")
     )
+    ap.add_argument("--shared", type=Path, default=Path("../shared"), help="for labels/bias-*.jsonl")
+    ap.add_argument(
+        "--pairs", type=Path, help="train on this materialized file (see --dump-pairs) instead of building"
+    )
+    ap.add_argument(
+        "--dump-pairs", type=Path, help="write the resolved training pairs (with text) here and exit"
+    )
+    ap.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1, ...")
     ap.add_argument("--include-dev", action="store_true")
     ap.add_argument("--eval-dev", action="store_true")
     ap.add_argument(
@@ -175,7 +271,11 @@ def main() -> None:
     np.random.seed(args.seed)
     torch.set_num_threads(args.threads)
     taxonomy = Taxonomy.default()
-    train = build_training_set(args, taxonomy)
+    train = load_labelled_pairs(args.pairs) if args.pairs else build_training_set(args, taxonomy)
+    if args.dump_pairs:
+        dump_pairs(train, args.dump_pairs)
+        logger.info("wrote %d pairs to %s", len(train), args.dump_pairs)
+        return
     dev = load_labelled_pairs(args.dev, {a.keyword: a.forms for a in taxonomy}) if args.eval_dev else []
     if args.dev_folds:
         dev = [p for p in dev if dev_fold(p.uid, args.dev_folds) == args.fold]
@@ -184,52 +284,13 @@ def main() -> None:
     tokenizer = hf_tok.backend_tokenizer
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    model = JointCrossEncoder(args.encoder)
-    # class weights: rare regard classes (negative, positive) count more, capped to stay stable
-    reg_counts = np.array([sum(p.regard == r for p in train) for r in REGARD_LABELS], dtype=np.float64)
-    reg_w = torch.tensor(
-        np.clip(reg_counts.sum() / (3 * np.maximum(reg_counts, 1)), 0.5, 4.0), dtype=torch.float32
-    )
-    logger.info("regard counts %s weights %s", reg_counts.tolist(), reg_w.tolist())
-    rng = random.Random(args.seed)
-    steps_per_epoch = math.ceil(len(train) / args.batch_size)
-    total = int(steps_per_epoch * args.epochs)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    warm = max(1, total // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm))
-    )
-    wsd_idx = {w: i for i, w in enumerate(WSD_LABELS)}
-    reg_idx = {r: i for i, r in enumerate(REGARD_LABELS)}
-    step, t0 = 0, time.time()
-    bar = tqdm(total=total, desc="train", unit="step")
-    while step < total:
-        for batch in batches(train, args.batch_size, rng):
-            if step >= total:
-                break
-            model.train()
-            w_logits, r_logits = model(**tensors(tokenizer, batch, args.max_length))
-            w_gold = torch.tensor([wsd_idx[p.wsd] for p in batch])
-            loss = torch.nn.functional.cross_entropy(w_logits, w_gold)
-            yes = [i for i, p in enumerate(batch) if p.wsd == "yes" and p.regard]
-            if yes:
-                r_gold = torch.tensor([reg_idx[batch[i].regard] for i in yes])  # type: ignore[index]
-                loss = loss + args.regard_weight * torch.nn.functional.cross_entropy(
-                    r_logits[yes], r_gold, weight=reg_w
-                )
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad()
-            step += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
-    bar.close()
+    t0 = time.time()
+    model, total = fit(args.encoder, tokenizer, train, args)
     train_s = time.time() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), args.out / "model.pt")
     hf_tok.save_pretrained(args.out / "tokenizer")
+    model.cpu()
     model.encoder.config.save_pretrained(args.out / "encoder_config")
     meta = {
         "encoder": str(args.encoder),

@@ -137,3 +137,91 @@ def load_standoff(path: str | Path, corpus_dir: str | Path) -> list[LabelledPair
             )
         )
     return out
+
+
+BIAS_SOURCES = {
+    "crows_pairs": "data/bias/crows_pairs/crows_pairs_anonymized.csv",
+    "stereoset-intersentence": "data/bias/stereoset/dev.json.gz",
+    "stereoset-intrasentence": "data/bias/stereoset/dev.json.gz",
+}
+
+
+class _BiasTexts:
+    """Texts of the shared bias sets addressed by (source, row, field), read once per file."""
+
+    def __init__(self, shared_dir: Path) -> None:
+        self.shared_dir = shared_dir
+        self._tables: dict[str, dict[tuple[str, str], str]] = {}
+
+    def _load(self, source: str) -> dict[tuple[str, str], str]:
+        if source not in BIAS_SOURCES:
+            raise FairStreamError(f"unknown bias source {source!r}; expected one of {sorted(BIAS_SOURCES)}")
+        fpath = self.shared_dir / BIAS_SOURCES[source]
+        if not fpath.is_file():
+            raise FairStreamError(f"{fpath} does not exist; pass the shared data folder (../shared)")
+        table: dict[tuple[str, str], str] = {}
+        if source == "crows_pairs":
+            import csv
+
+            with fpath.open(newline="", encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    for col in ("sent_more", "sent_less"):
+                        table[(row[""], col)] = row[col]
+        else:
+            task = source.split("-", 1)[1]
+            with gzip.open(fpath, "rt", encoding="utf-8") as f:
+                data = json.load(f)["data"][task]
+            for ex in data:
+                for s in ex["sentences"]:
+                    # intersentence: the context sentence, then the continuation being judged
+                    text = f"{ex['context']} {s['sentence']}" if task == "intersentence" else s["sentence"]
+                    table[(ex["id"], s["id"])] = text
+        return table
+
+    def get(self, ref: dict[str, Any]) -> str:
+        source = ref["source"]
+        if source not in self._tables:
+            self._tables[source] = self._load(source)
+        text = self._tables[source].get((str(ref["row"]), str(ref["field"])))
+        if text is None:
+            raise FairStreamError(f"{source}: no row {ref['row']!r} / {ref['field']!r} (data changed?)")
+        return text
+
+
+_bias_cache: dict[Path, _BiasTexts] = {}
+
+
+def bias_text(ref: dict[str, Any], shared_dir: str | Path) -> str:
+    """The text of one CrowS-Pairs or StereoSet sentence addressed by source, row and field."""
+    key = Path(shared_dir)
+    if key not in _bias_cache:
+        _bias_cache[key] = _BiasTexts(key)
+    return _bias_cache[key].get(ref)
+
+
+def load_bias_standoff(path: str | Path, shared_dir: str | Path) -> list[LabelledPair]:
+    """Resolve stand-off labels of bias-set sentences (``source``, ``row``, ``field``, offsets)."""
+    path = Path(path)
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            where = f"{path}:{lineno} (uid {rec.get('uid')})"
+            _check_labels(where, rec["wsd"], rec["regard"])
+            text = bias_text(rec, shared_dir)
+            start, end = rec["kw_start"], rec["kw_end"]
+            if not text[start:end].lower().replace("-", "").startswith(rec["keyword"].replace("-", "")):
+                raise FairStreamError(f"{where}: offsets do not point at {rec['keyword']!r} (data changed?)")
+            out.append(
+                LabelledPair(
+                    uid=rec["uid"],
+                    mention=MentionInput(text, start, end, rec["keyword"], rec["gloss"]),
+                    attribute_class=rec["class"],
+                    wsd=rec["wsd"],
+                    regard=rec["regard"] if rec["wsd"] == "yes" else None,
+                    source=rec.get("annotator", rec["source"]),
+                )
+            )
+    return out
