@@ -29,7 +29,11 @@ def test_bias_labels_resolve_for_every_source(shared_dir: Path):
     pairs = load_bias_standoff(LABELS / "bias-v1.jsonl", shared_dir)
     records = [json.loads(line) for line in (LABELS / "bias-v1.jsonl").open()]
     assert len(pairs) == len(records)
-    assert {r["source"] for r in records} == {"crows_pairs", "stereoset-intersentence", "stereoset-intrasentence"}
+    assert {r["source"] for r in records} == {
+        "crows_pairs",
+        "stereoset-intersentence",
+        "stereoset-intrasentence",
+    }
     _check_marks_keyword(pairs)
     # intersentence items are the context sentence followed by the judged continuation
     inter = next(p for p, r in zip(pairs, records, strict=True) if r["source"] == "stereoset-intersentence")
