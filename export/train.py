@@ -80,10 +80,13 @@ def sheng_pairs(path: Path, taxonomy: Taxonomy, seed: int) -> list[LabelledPair]
 
 def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[LabelledPair]:
     forms = {a.keyword: a.forms for a in taxonomy}
-    pairs = load_standoff(args.labels_dir / "corpus-v1.jsonl", args.corpus)
-    # CrowS-Pairs / StereoSet sentences labelled by the guide (stand-off into ../shared/data/bias)
-    for bias in sorted(args.labels_dir.glob("bias-*.jsonl")):
-        pairs += load_bias_standoff(bias, args.shared)
+    pairs = []
+    for corpus_labels in sorted(args.labels_dir.glob("corpus-*.jsonl")):
+        pairs += load_standoff(corpus_labels, args.corpus)
+    if args.with_bias_labels:
+        # CrowS-Pairs / StereoSet sentences labelled by the guide (stand-off into ../shared/data/bias)
+        for bias in sorted(args.labels_dir.glob("bias-*.jsonl")):
+            pairs += load_bias_standoff(bias, args.shared)
     # sentences the project wrote itself: synthetic-v1 and written-*-v1 (see labels/DATA_CARD.md)
     for written in sorted(args.labels_dir.glob("synthetic-*.jsonl")) + sorted(
         args.labels_dir.glob("written-*.jsonl")
@@ -242,6 +245,11 @@ def main() -> None:
         "--sheng", type=Path, default=Path("../shared/data/bias/nlg_bias_regard/regard/train.tsv")
     )
     ap.add_argument("--shared", type=Path, default=Path("../shared"), help="for labels/bias-*.jsonl")
+    ap.add_argument(
+        "--with-bias-labels",
+        action="store_true",
+        help="also train on labels/bias-*.jsonl (CrowS-Pairs/StereoSet; no dev gain measured)",
+    )
     ap.add_argument(
         "--pairs", type=Path, help="train on this materialized file (see --dump-pairs) instead of building"
     )
