@@ -30,7 +30,7 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--limit", type=int, default=None, help="first N documents")
     ap.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads (default: all)")
-    ap.add_argument("--model", default=None, help="model folder (default: shipped joint-v1)")
+    ap.add_argument("--model", default=None, help="model folder (default: shipped joint-v2)")
     ap.add_argument("--quick", action="store_true", help="first 600 documents")
     args = ap.parse_args()
     docs = load_corpus(args.corpus, limit=600 if args.quick else args.limit)

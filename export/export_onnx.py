@@ -1,7 +1,7 @@
 """Export a trained joint model to ONNX (fp32, int8 for CPU, optionally fp16 for GPU).
 
-    python -m export.export_onnx --run runs/joint --out fairstream/data/models/joint-v1 \
-        --name fairstream-joint-v1 [--fp16] [--parity-labels ../shared/data/labels/dev.jsonl]
+    python -m export.export_onnx --run runs/joint --out fairstream/data/models/joint-v2 \
+        --name fairstream-joint-v2 [--fp16] [--parity-labels ../shared/data/labels/dev.jsonl]
 
 Why torch.onnx and not optimum's exporter: the model is a custom two-head cross-encoder with an
 extra ``target_mask`` input (the marked keyword's tokens), which is not one of the transformers
@@ -144,7 +144,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", type=Path, required=True, help="folder written by export.train")
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--name", default="fairstream-joint-v1")
+    ap.add_argument("--name", default="fairstream-joint-v2")
     ap.add_argument(
         "--threshold",
         type=float,

@@ -306,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--granularity", choices=["sentence", "document"], default="sentence")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model", default=None, help="model folder (default: shipped joint-v1)")
+    p.add_argument("--model", default=None, help="model folder (default: shipped joint-v2)")
     p.add_argument("--text-field", default="text")
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise")
     p.add_argument("--annotate", action="store_true", help="add per-document annotations to the output")
@@ -329,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
         "eval-models", cmd_eval_models, "Evaluate the WSD + regard model on a labels file (dev-set schema)."
     )
     p.add_argument("--labels", required=True, help="JSON lines with text, keyword, gloss, wsd, regard")
-    p.add_argument("--model", default=None, help="model folder (default: shipped joint-v1)")
+    p.add_argument("--model", default=None, help="model folder (default: shipped joint-v2)")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--json", action="store_true")
     p.add_argument("--predictions", action="store_true", help="with --json: include per-item predictions")

@@ -24,7 +24,7 @@ from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, 
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "joint-v1"
+DEFAULT_MODEL = "joint-v2"
 _PROVIDER_PREFERENCE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 
 
@@ -65,7 +65,7 @@ class JointModel:
     """Joint WSD + regard classifier over ONNX Runtime.
 
     Args:
-        model_dir: model folder; ``None`` means the shipped default ``joint-v1``.
+        model_dir: model folder; ``None`` means the shipped default ``joint-v2``.
         providers: ONNX Runtime execution providers in order of preference; ``None`` picks from
             what is installed (TensorRT, CUDA, then CPU).
         batch_size: mentions per forward pass (inputs are length-sorted to cut padding). Small

@@ -59,7 +59,7 @@ class FairStream(IterableDataset):
         granularity: ``"sentence"`` removes dropped sentences (the rest stays byte-for-byte);
             ``"document"`` drops whole documents.
         seed: seed of the cap controller's generator.
-        model: a ``JointModel``, model folder or ``None`` for the shipped ``joint-v1``.
+        model: a ``JointModel``, model folder or ``None`` for the shipped ``joint-v2``.
         annotate: add an annotation dict to each output document under ``annotation_field``.
         on_error: ``"raise"`` (default) or ``"skip"`` bad documents (counted in ``stats()``).
         lookahead: documents read ahead to batch model calls; repeated sentences within this window
