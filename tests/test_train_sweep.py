@@ -1,0 +1,141 @@
+"""export.sweep and export.train.fit on a tiny random BERT built here (real training code, CPU)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig, BertModel, BertTokenizerFast
+
+from export import sweep
+from export.sweep import select
+from fairstream.models.labels import load_labelled_pairs
+from tests.fixtures.make_tiny_model import build_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# sentences written for this test: (template, wsd, regard)
+TEMPLATES = [
+    ("The {k} nurse was praised for saving three lives during the flood last spring.", "yes", "positive"),
+    ("Everyone knows {k} people are lazy thieves who cannot be trusted with anything.", "yes", "negative"),
+    ("A {k} student asked where the library was before the lecture started.", "yes", "neutral"),
+    ("The museum sells {k} pottery and old maps of the region to visitors.", "no", None),
+]
+KEYWORDS = [("german", "of German nationality"), ("muslim", "who believes in Islam"), ("poor", "who is poor")]
+
+
+def write_pairs(path: Path, prefix: str, sources: list[str]) -> None:
+    with path.open("w") as f:
+        i = 0
+        for kw, gloss in KEYWORDS:
+            for tpl, wsd, regard in TEMPLATES:
+                text = tpl.format(k=kw.capitalize() if tpl.startswith("The {k}") else kw)
+                rec = {"uid": f"{prefix}{i}", "text": text, "keyword": kw, "gloss": gloss, "wsd": wsd,
+                       "regard": regard, "source": sources[i % len(sources)]}  # fmt: skip
+                f.write(json.dumps(rec) + "\n")
+                i += 1
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random 2-layer BERT saved like a Hugging Face encoder folder (weights, config, tokenizer.json)."""
+    out = tmp_path_factory.mktemp("tiny-encoder")
+    texts = [json.loads(line)["text"] for line in (ROOT / "fairstream/data/sample_corpus.jsonl").open()]
+    tok = build_tokenizer([*texts, "<< >> ; who is a person of nationality"])
+    BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                      sep_token="[SEP]", mask_token="[MASK]").save_pretrained(out)  # fmt: skip
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=256)  # fmt: skip
+    BertModel(cfg).save_pretrained(out)
+    return out
+
+
+@pytest.fixture()
+def pool_and_dev(tmp_path: Path) -> tuple[Path, Path]:
+    write_pairs(tmp_path / "pool.jsonl", "p", ["corpus-a", "bias-b"])
+    write_pairs(tmp_path / "dev.jsonl", "d", ["web"])
+    return tmp_path / "pool.jsonl", tmp_path / "dev.jsonl"
+
+
+def run_sweep(monkeypatch, encoder: Path, pool: Path, dev: Path, configs: list[dict], out: Path) -> None:
+    (out.parent / "configs.json").write_text(json.dumps(configs))
+    argv = ["sweep", "--encoder", str(encoder), "--pairs", str(pool), "--dev", str(dev),
+            "--configs", str(out.parent / "configs.json"), "--out", str(out), "--device", "cpu"]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    sweep.main()
+
+
+def test_select_excludes_and_repeats_by_source_prefix(pool_and_dev):
+    pool = load_labelled_pairs(pool_and_dev[0])
+    base = {**sweep.DEFAULTS}
+    assert len(select(pool, base)) == 12
+    assert {p.source for p in select(pool, {**base, "exclude": ["bias-"]})} == {"corpus-a"}
+    assert len(select(pool, {**base, "repeat": {"bias-": 3}})) == 6 + 6 * 3
+    assert all(p.wsd == "yes" for p in select(pool, {**base, "regard_only_data": True}))
+
+
+def test_sweep_heldout_and_cv_write_scored_results(monkeypatch, tiny_encoder, pool_and_dev, tmp_path):
+    pool, dev = pool_and_dev
+    configs = [
+        {"name": "held", "epochs": 2, "batch_size": 4, "lr": 1e-3},
+        {"name": "cv", "eval": "cv", "folds": 2, "epochs": 1, "batch_size": 4, "exclude": ["bias-"],
+         "repeat": {"corpus-": 2}},
+    ]  # fmt: skip
+    run_sweep(monkeypatch, tiny_encoder, pool, dev, configs, tmp_path / "out")
+    results = [json.loads(line) for line in (tmp_path / "out/results.jsonl").open()]
+    assert [r["name"] for r in results] == ["held", "cv"]
+    assert results[0]["n_train"] == 12 and results[1]["n_train"] == 12  # 6 corpus pairs x 2
+    for r in results:
+        assert r["dev"]["n"] == 12 and r["dev"]["regard_n"] == 9
+        assert 0.0 <= r["dev"]["regard_macro_f1"] <= 1.0
+    probs = np.load(tmp_path / "out/probs.npz")
+    for name in ("held", "cv"):
+        for head in ("wsd", "regard"):
+            p = probs[f"{name}/{head}"]
+            assert p.shape == (12, 3)
+            # every dev row scored (cv fills each row from the fold that held it out)
+            np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-5)
+
+
+def test_training_is_seeded_and_reproducible(monkeypatch, tiny_encoder, pool_and_dev, tmp_path):
+    pool, dev = pool_and_dev
+    cfg = [{"name": "a", "epochs": 1, "batch_size": 4, "lr": 1e-3, "seed": 7}]
+    run_sweep(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "one")
+    run_sweep(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "two")
+    run_sweep(monkeypatch, tiny_encoder, pool, dev, [{**cfg[0], "seed": 8}], tmp_path / "three")
+    one, two, three = (np.load(tmp_path / d / "probs.npz")["a/regard"] for d in ("one", "two", "three"))
+    np.testing.assert_array_equal(one, two)
+    assert not np.array_equal(one, three)
+
+
+def test_sweep_rejects_unknown_config_keys(monkeypatch, tiny_encoder, pool_and_dev, tmp_path):
+    with pytest.raises(SystemExit, match=r"unknown keys \['epoch'\]; allowed .*'epochs'"):
+        run_sweep(monkeypatch, tiny_encoder, *pool_and_dev, [{"name": "x", "epoch": 1}], tmp_path / "o")
+
+
+def test_packed_encoder_round_trip_is_close(tiny_encoder, tmp_path):
+    from safetensors.numpy import load_file
+
+    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "scripts/gpu/pack_encoder.py")
+    assert spec and spec.loader
+    pack_encoder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pack_encoder)
+    pack_encoder.pack(tiny_encoder, tmp_path / "packed")
+    packed = load_file(str(tmp_path / "packed/packed.safetensors"))
+    assert packed["embeddings.word_embeddings.weight.q"].dtype == np.int8
+    assert all(t.dtype in (np.int8, np.float16, np.float32) for t in packed.values())
+    pack_encoder.unpack(tmp_path / "packed", tmp_path / "unpacked")
+    before = load_file(str(tiny_encoder / "model.safetensors"))
+    after = load_file(str(tmp_path / "unpacked/model.safetensors"))
+    assert before.keys() == after.keys()
+    for name, t in before.items():
+        err = np.abs(after[name] - t).max()
+        scale = np.abs(t).max() + 1e-12
+        assert err <= scale / 127, (name, err)  # int8 per row for embeddings, fp16 elsewhere
+    assert (tmp_path / "unpacked/tokenizer.json").is_file()
