@@ -1,12 +1,16 @@
 """Train the joint WSD + regard cross-encoder on fairstream's labels.
 
     python -m export.train --encoder PATH_TO_HF_ENCODER --out runs/joint [--include-dev] [--eval-dev]
+        [--device cuda] [--with-bias-labels] [--dump-pairs FILE | --pairs FILE]
 
-Training data (see labels/DATA_CARD.md): the stand-off corpus labels (resolved against
-../shared/data/corpus), the project's own written sentences, and Sheng et al.'s regard sentences
-with the "XYZ" placeholder filled by protected-attribute phrases. ``--eval-dev`` holds the expert
-dev set out and reports its metrics; ``--include-dev`` adds it to training (for the shipped model,
-after its held-out numbers were recorded). Seeded and reproducible on CPU.
+Training data (see labels/DATA_CARD.md): the stand-off corpus labels ``labels/corpus-*.jsonl``
+(resolved against ../shared/data/corpus), the project's own written sentences, and Sheng et al.'s
+regard sentences with the "XYZ" placeholder filled by protected-attribute phrases;
+``--with-bias-labels`` adds the CrowS-Pairs/StereoSet labels (no dev gain measured).
+``--eval-dev`` holds the expert dev set out and reports its metrics; ``--include-dev`` adds it to
+training (for the shipped model, after its held-out numbers were recorded). ``--dump-pairs`` writes
+the resolved training set with its text for a machine without ../shared (``--pairs`` or
+``export.sweep`` read it). Seeded and reproducible on CPU.
 """
 
 from __future__ import annotations
