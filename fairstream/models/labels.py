@@ -120,23 +120,26 @@ def load_standoff(path: str | Path, corpus_dir: str | Path) -> list[LabelledPair
         doc_text = docs.get((rec["file"], rec["doc_id"]))
         if doc_text is None:
             raise FairStreamError(f"{where}: document {rec['doc_id']!r} not found in {rec['file']}")
-        _check_labels(where, rec["wsd"], rec["regard"])
         s0 = rec["sent_start"]
         sentence = doc_text[s0 : rec["sent_end"]]
-        start, end = rec["kw_start"] - s0, rec["kw_end"] - s0
-        if not sentence[start:end].lower().replace("-", "").startswith(rec["keyword"].replace("-", "")):
-            raise FairStreamError(f"{where}: offsets do not point at {rec['keyword']!r} (corpus changed?)")
-        out.append(
-            LabelledPair(
-                uid=rec["uid"],
-                mention=MentionInput(sentence, start, end, rec["keyword"], rec["gloss"]),
-                attribute_class=rec["class"],
-                wsd=rec["wsd"],
-                regard=rec["regard"] if rec["wsd"] == "yes" else None,
-                source=rec.get("annotator", "corpus"),
-            )
-        )
+        out.append(_standoff_pair(where, rec, sentence, s0, rec.get("annotator", "corpus")))
     return out
+
+
+def _standoff_pair(where: str, rec: dict[str, Any], text: str, offset: int, source: str) -> LabelledPair:
+    """A stand-off record resolved to ``text`` (which starts at ``offset`` of what the record indexes)."""
+    _check_labels(where, rec["wsd"], rec["regard"])
+    start, end = rec["kw_start"] - offset, rec["kw_end"] - offset
+    if not text[start:end].lower().replace("-", "").startswith(rec["keyword"].replace("-", "")):
+        raise FairStreamError(f"{where}: offsets do not point at {rec['keyword']!r} (source text changed?)")
+    return LabelledPair(
+        uid=rec["uid"],
+        mention=MentionInput(text, start, end, rec["keyword"], rec["gloss"]),
+        attribute_class=rec["class"],
+        wsd=rec["wsd"],
+        regard=rec["regard"] if rec["wsd"] == "yes" else None,
+        source=source,
+    )
 
 
 BIAS_SOURCES = {
@@ -209,19 +212,6 @@ def load_bias_standoff(path: str | Path, shared_dir: str | Path) -> list[Labelle
                 continue
             rec = json.loads(line)
             where = f"{path}:{lineno} (uid {rec.get('uid')})"
-            _check_labels(where, rec["wsd"], rec["regard"])
             text = bias_text(rec, shared_dir)
-            start, end = rec["kw_start"], rec["kw_end"]
-            if not text[start:end].lower().replace("-", "").startswith(rec["keyword"].replace("-", "")):
-                raise FairStreamError(f"{where}: offsets do not point at {rec['keyword']!r} (data changed?)")
-            out.append(
-                LabelledPair(
-                    uid=rec["uid"],
-                    mention=MentionInput(text, start, end, rec["keyword"], rec["gloss"]),
-                    attribute_class=rec["class"],
-                    wsd=rec["wsd"],
-                    regard=rec["regard"] if rec["wsd"] == "yes" else None,
-                    source=rec.get("annotator", rec["source"]),
-                )
-            )
+            out.append(_standoff_pair(where, rec, text, 0, rec.get("annotator", rec["source"])))
     return out
