@@ -12,7 +12,10 @@ Each config is a JSON object; every key but ``name`` is optional:
      "batch_size": 16, "regard_weight": 2, "exclude": ["sheng"], "repeat": {"bias-": 2}}
 
 ``exclude`` drops pool pairs whose source starts with any prefix; ``repeat`` duplicates the pairs
-of a source prefix (a cheap per-source weight). Results go to ``OUT/results.jsonl`` (one line per
+of a source prefix (a cheap per-source weight). Items of the documents that hold dev sentences
+(source "devdoc-...", see ``export.train.dev_document_pairs``) never train a held-out run; in
+cross-validation they train the folds that evaluate none of their document's dev items
+(``"exclude": ["devdoc-"]`` leaves them out there too). Results go to ``OUT/results.jsonl`` (one line per
 config, appended as soon as it finishes) and the dev probabilities of all configs to ``OUT/probs.npz``.
 """
 
@@ -28,7 +31,7 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from export.train import dev_fold, evaluate, fit, predict
+from export.train import dev_fold, devdoc_folds, evaluate, fit, predict
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
 
 logger = logging.getLogger(__name__)
@@ -52,7 +55,12 @@ DEFAULTS = {
 
 
 def select(pool: list[LabelledPair], cfg: dict) -> list[LabelledPair]:
-    out = [p for p in pool if not any(p.source.startswith(x) for x in cfg["exclude"])]
+    # items of dev documents: only in cross-validation, and then per fold (see run_config)
+    out = [
+        p
+        for p in pool
+        if not any(p.source.startswith(x) for x in cfg["exclude"]) and not p.source.startswith("devdoc-")
+    ]
     if cfg["regard_only_data"]:
         out = [p for p in out if p.wsd == "yes"]
     for prefix, times in cfg["repeat"].items():
@@ -74,8 +82,10 @@ def run_config(
         wsd, reg = predict(model, tokenizer, dev, cfg["max_length"])
     elif cfg["eval"] == "cv":
         folds = [dev_fold(p.uid, cfg["folds"]) for p in dev]
+        devdoc = [] if "devdoc-" in cfg["exclude"] else [p for p in pool if p.source.startswith("devdoc-")]
         for k in range(cfg["folds"]):
             extra = [p for p, f in zip(dev, folds, strict=True) if f != k]
+            extra += [p for p in devdoc if k not in (devdoc_folds(p.source, cfg["folds"]) or set())]
             held = [i for i, f in enumerate(folds) if f == k]
             model, _ = fit(encoder, tokenizer, train + extra, hp)
             w, r = predict(model, tokenizer, [dev[i] for i in held], cfg["max_length"])

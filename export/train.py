@@ -16,6 +16,7 @@ the resolved training set with its text for a machine without ../shared (``--pai
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import logging
@@ -87,6 +88,7 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
     pairs = []
     for corpus_labels in sorted(args.labels_dir.glob("corpus-*.jsonl")):
         pairs += load_standoff(corpus_labels, args.corpus)
+    pairs += dev_document_pairs(args)
     if args.with_bias_labels:
         # CrowS-Pairs / StereoSet sentences labelled by the guide (stand-off into ../shared/data/bias)
         for bias in sorted(args.labels_dir.glob("bias-*.jsonl")):
@@ -105,6 +107,42 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
             p for p in load_labelled_pairs(args.dev, forms) if dev_fold(p.uid, args.dev_folds) != args.fold
         ]
     return pairs
+
+
+def dev_document_pairs(args: argparse.Namespace) -> list[LabelledPair]:
+    """Labelled items of the documents that hold dev sentences (``labels/devdocs-*.jsonl``).
+
+    Trained on only when no dev item of their document is being evaluated: all of them with
+    ``--include-dev``, those whose document has no dev item in the held-out fold with
+    ``--dev-folds`` (3 or 5), none when the whole dev set is held out. Their ``source`` records
+    the document's dev folds ("devdoc-3:01-5:024") so that ``export.sweep`` can do the same.
+    """
+    out: list[LabelledPair] = []
+    for path in sorted(args.labels_dir.glob("devdocs-*.jsonl")):
+        records = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+        pairs = load_standoff(path, args.corpus)
+        for rec, pair in zip(records, pairs, strict=True):
+            folds3, folds5 = rec["dev_folds_3"], rec["dev_folds_5"]
+            tag = f"devdoc-3:{''.join(map(str, folds3))}-5:{''.join(map(str, folds5))}"
+            if args.dump_pairs or args.include_dev:
+                keep = True
+            elif args.dev_folds in (3, 5):
+                keep = args.fold not in (folds3 if args.dev_folds == 3 else folds5)
+            else:
+                keep = False
+            if keep:
+                out.append(dataclasses.replace(pair, source=tag))
+    return out
+
+
+def devdoc_folds(source: str, folds: int) -> set[int] | None:
+    """The dev folds (of a 3- or 5-fold split) of a dev-document item's document; None for other items."""
+    if not source.startswith("devdoc-"):
+        return None
+    parts = dict(p.split(":") for p in source[len("devdoc-") :].split("-"))
+    if str(folds) not in parts:
+        raise ValueError(f"dev-document items carry folds for 3- and 5-fold splits only, not {folds}")
+    return {int(c) for c in parts[str(folds)]}
 
 
 def dump_pairs(pairs: list[LabelledPair], path: Path) -> None:

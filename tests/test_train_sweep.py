@@ -80,6 +80,21 @@ def test_select_excludes_and_repeats_by_source_prefix(pool_and_dev):
     assert all(p.wsd == "yes" for p in select(pool, {**base, "regard_only_data": True}))
 
 
+def test_dev_document_items_never_train_a_heldout_run(pool_and_dev):
+    from dataclasses import replace
+
+    from export.train import devdoc_folds
+
+    pool = load_labelled_pairs(pool_and_dev[0])
+    pool[0] = replace(pool[0], source="devdoc-3:02-5:134")
+    assert devdoc_folds(pool[0].source, 3) == {0, 2}
+    assert devdoc_folds(pool[0].source, 5) == {1, 3, 4}
+    assert devdoc_folds("corpus-a", 5) is None
+    with pytest.raises(ValueError, match="3- and 5-fold"):
+        devdoc_folds(pool[0].source, 4)
+    assert all(not p.source.startswith("devdoc-") for p in select(pool, {**sweep.DEFAULTS}))
+
+
 def test_sweep_heldout_and_cv_write_scored_results(monkeypatch, tiny_encoder, pool_and_dev, tmp_path):
     pool, dev = pool_and_dev
     configs = [
