@@ -15,7 +15,7 @@ Each config is a JSON object; every key but ``name`` is optional:
 of a source prefix (a cheap per-source weight). Items of the documents that hold dev sentences
 (source "devdoc-...", see ``export.train.dev_document_pairs``) never train a held-out run; in
 cross-validation they train the folds that evaluate none of their document's dev items
-(``"exclude": ["devdoc-"]`` leaves them out there too). Results go to ``OUT/results.jsonl`` (one line per
+when the config sets ``"with_dev_documents": true``. Results go to ``OUT/results.jsonl`` (one line per
 config, appended as soon as it finishes) and the dev probabilities of all configs to ``OUT/probs.npz``.
 """
 
@@ -51,6 +51,7 @@ DEFAULTS = {
     "dropout": 0.1,
     "pooling": "cls_span",
     "regard_only_data": False,
+    "with_dev_documents": False,
 }
 
 
@@ -82,7 +83,7 @@ def run_config(
         wsd, reg = predict(model, tokenizer, dev, cfg["max_length"])
     elif cfg["eval"] == "cv":
         folds = [dev_fold(p.uid, cfg["folds"]) for p in dev]
-        devdoc = [] if "devdoc-" in cfg["exclude"] else [p for p in pool if p.source.startswith("devdoc-")]
+        devdoc = [p for p in pool if p.source.startswith("devdoc-")] if cfg["with_dev_documents"] else []
         for k in range(cfg["folds"]):
             extra = [p for p, f in zip(dev, folds, strict=True) if f != k]
             extra += [p for p in devdoc if k not in (devdoc_folds(p.source, cfg["folds"]) or set())]

@@ -6,7 +6,8 @@
 Training data (see labels/DATA_CARD.md): the stand-off corpus labels ``labels/corpus-*.jsonl``
 (resolved against ../shared/data/corpus), the project's own written sentences, and Sheng et al.'s
 regard sentences with the "XYZ" placeholder filled by protected-attribute phrases;
-``--with-bias-labels`` adds the CrowS-Pairs/StereoSet labels (no dev gain measured).
+``--with-bias-labels`` adds the CrowS-Pairs/StereoSet labels and ``--with-dev-documents`` the other
+sentences of the dev documents (neither raised dev metrics).
 ``--eval-dev`` holds the expert dev set out and reports its metrics; ``--include-dev`` adds it to
 training (for the shipped model, after its held-out numbers were recorded). ``--dump-pairs`` writes
 the resolved training set with its text for a machine without ../shared (``--pairs`` or
@@ -88,7 +89,8 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
     pairs = []
     for corpus_labels in sorted(args.labels_dir.glob("corpus-*.jsonl")):
         pairs += load_standoff(corpus_labels, args.corpus)
-    pairs += dev_document_pairs(args)
+    if args.with_dev_documents or args.dump_pairs:
+        pairs += dev_document_pairs(args)
     if args.with_bias_labels:
         # CrowS-Pairs / StereoSet sentences labelled by the guide (stand-off into ../shared/data/bias)
         for bias in sorted(args.labels_dir.glob("bias-*.jsonl")):
@@ -291,6 +293,12 @@ def main() -> None:
         "--with-bias-labels",
         action="store_true",
         help="also train on labels/bias-*.jsonl (CrowS-Pairs/StereoSet; no dev gain measured)",
+    )
+    ap.add_argument(
+        "--with-dev-documents",
+        action="store_true",
+        help="also train on labels/devdocs-*.jsonl where no dev item of their document is evaluated "
+        "(no dev gain measured)",
     )
     ap.add_argument(
         "--pairs", type=Path, help="train on this materialized file (see --dump-pairs) instead of building"

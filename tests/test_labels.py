@@ -61,3 +61,30 @@ def test_dumped_pairs_load_back_identically(shared_dir: Path, tmp_path: Path):
     pairs = load_bias_standoff(LABELS / "bias-v1.jsonl", shared_dir)[:200]
     dump_pairs(pairs, tmp_path / "pool.jsonl")
     assert load_labelled_pairs(tmp_path / "pool.jsonl") == pairs
+
+
+def test_dev_document_items_train_only_where_their_dev_items_are_not_evaluated(shared_dir: Path):
+    from argparse import Namespace
+
+    from export.train import dev_document_pairs, devdoc_folds
+
+    base = dict(labels_dir=LABELS, corpus=shared_dir / "data/corpus", dump_pairs=None, include_dev=False)
+    n_records = sum(1 for line in (LABELS / "devdocs-v1.jsonl").open() if line.strip())
+    assert dev_document_pairs(Namespace(**base, dev_folds=0, fold=0)) == []  # dev held out whole
+    assert (
+        len(dev_document_pairs(Namespace(**{**base, "include_dev": True}, dev_folds=0, fold=0))) == n_records
+    )
+    for folds in (3, 5):
+        for k in range(folds):
+            kept = dev_document_pairs(Namespace(**base, dev_folds=folds, fold=k))
+            assert 0 < len(kept) < n_records
+            assert all(k not in (devdoc_folds(p.source, folds) or {k}) for p in kept)
+    # the dev sentences themselves are never among them
+    dev_texts = {json.loads(line)["text"] for line in (shared_dir / "data/labels/dev.jsonl").open()}
+    assert (
+        not {
+            p.mention.text
+            for p in dev_document_pairs(Namespace(**{**base, "include_dev": True}, dev_folds=0, fold=0))
+        }
+        & dev_texts
+    )
