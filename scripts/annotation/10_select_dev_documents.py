@@ -10,7 +10,10 @@ import collections
 import hashlib
 import json
 import random
+import sys
 from pathlib import Path
+
+from batches import write_batches
 
 cands = json.load(open("/tmp/cands.json"))
 dev = [json.loads(x) for x in open("/work/shared/data/labels/dev.jsonl")]
@@ -31,20 +34,10 @@ pool = [c for c in cands if (c["file"], c["doc_id"]) in doc_dev_uids and c["text
 print("dev documents", len(doc_dev_uids), "items in them (not dev sentences)", len(pool))
 rng = random.Random(5)
 rng.shuffle(pool)
-work = Path("/tmp/annot5")
-work.mkdir(exist_ok=True)
-meta = {}
-nb = 8
-for i, c in enumerate(pool):
-    c["uid"] = f"r5-{i:05d}"
+for c in pool:
     uids = sorted(set(doc_dev_uids[(c["file"], c["doc_id"])]))
     c["dev_folds_3"] = sorted({dev_fold(u, 3) for u in uids})
     c["dev_folds_5"] = sorted({dev_fold(u, 5) for u in uids})
-    meta[c["uid"]] = {k: v for k, v in c.items() if k != "text"}
-for b in range(nb):
-    with (work / f"batch_{b}.jsonl").open("w") as f:
-        for c in pool[b::nb]:
-            f.write(json.dumps({"uid": c["uid"], "keyword": c["keyword"], "gloss": c["gloss"], "text": c["text"]}) + "\n")
-json.dump(meta, (work / "meta.json").open("w"))
+write_batches(pool, Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/annot5"), 8, "r5-")
 print(collections.Counter(c["cls"] for c in pool))
 print(collections.Counter(len(c["dev_folds_5"]) for c in pool))

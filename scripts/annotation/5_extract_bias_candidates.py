@@ -14,6 +14,8 @@ import random
 import sys
 from pathlib import Path
 
+from batches import write_batches
+
 from fairstream.detect import KeywordDetector
 from fairstream.models.labels import bias_text
 from fairstream.taxonomy import Taxonomy
@@ -60,14 +62,4 @@ for it in items:
     perkw[it["keyword"]] += 1
     sel.append(it)
 print("selected", len(sel), collections.Counter(i["source"] for i in sel), collections.Counter(i["cls"] for i in sel))
-out_dir.mkdir(parents=True, exist_ok=True)
-meta = {}
-nb = 7
-for i, it in enumerate(sel):
-    it["uid"] = f"b{i:05d}"
-    meta[it["uid"]] = {k: v for k, v in it.items() if k != "text"}
-for b in range(nb):
-    with (out_dir / f"batch_{b}.jsonl").open("w") as f:
-        for it in sel[b::nb]:
-            f.write(json.dumps({"uid": it["uid"], "keyword": it["keyword"], "gloss": it["gloss"], "text": it["text"]}) + "\n")
-json.dump(meta, (out_dir / "meta.json").open("w"))
+write_batches(sel, out_dir, 7, "b")

@@ -7,7 +7,10 @@ items already in labels/corpus-v1.jsonl are excluded; labels come from annotator
 import collections
 import json
 import random
+import sys
 from pathlib import Path
+
+from batches import write_batches
 
 
 cands = json.load(open("/tmp/cands.json"))
@@ -25,15 +28,4 @@ rng = random.Random(4)
 sel = list(pool)
 rng.shuffle(sel)
 print("selected", len(sel), collections.Counter(c["cls"] for c in sel))
-work = Path("/tmp/annot4")
-work.mkdir(exist_ok=True)
-meta = {}
-nb = 8
-for i, c in enumerate(sel):
-    c["uid"] = f"r4-{i:05d}"
-    meta[c["uid"]] = {k: v for k, v in c.items() if k != "text"}
-for b in range(nb):
-    with (work / f"batch_{b}.jsonl").open("w") as f:
-        for c in sel[b::nb]:
-            f.write(json.dumps({"uid": c["uid"], "keyword": c["keyword"], "gloss": c["gloss"], "text": c["text"]}) + "\n")
-json.dump(meta, (work / "meta.json").open("w"))
+write_batches(sel, Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/annot4"), 8, "r4-")

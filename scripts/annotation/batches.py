@@ -1,0 +1,55 @@
+"""Batch files for annotator agents and the merge of their answers (shared by rounds 3-5).
+
+An item is a dict with at least keyword, gloss and text; ``write_batches`` gives each a uid,
+deals the items round-robin into ``nb`` batch files (what an annotator sees: uid, keyword, gloss,
+text) and keeps everything but the text in ``meta.json``. ``read_answers`` checks that every
+batch was answered completely with valid labels.
+"""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def write_batches(items: list[dict], work: Path, nb: int, uid_prefix: str) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    meta = {}
+    for i, it in enumerate(items):
+        it["uid"] = f"{uid_prefix}{i:05d}"
+        meta[it["uid"]] = {k: v for k, v in it.items() if k != "text"}
+    for b in range(nb):
+        with (work / f"batch_{b}.jsonl").open("w") as f:
+            for it in items[b::nb]:
+                f.write(json.dumps({"uid": it["uid"], "keyword": it["keyword"], "gloss": it["gloss"], "text": it["text"]}) + "\n")
+    json.dump(meta, (work / "meta.json").open("w"))
+
+
+def read_answers(work: Path, nb: int) -> Iterator[tuple[int, dict, str | None, dict]]:
+    """(batch, meta, regard, answer) for every item, in batch order; fails on a missing or bad answer."""
+    meta = json.loads((work / "meta.json").read_text())
+    for b in range(nb):
+        batch = [json.loads(x)["uid"] for x in (work / f"batch_{b}.jsonl").open()]
+        answers = {a["uid"]: a for a in map(json.loads, filter(str.strip, (work / f"out_{b}.jsonl").open()))}
+        missing = [u for u in batch if u not in answers]
+        assert not missing, f"batch {b}: {len(missing)} answers missing"
+        for uid in batch:
+            a = answers[uid]
+            assert a["wsd"] in ("yes", "no", "unsure"), a
+            regard = a.get("regard") if a["wsd"] == "yes" else None
+            assert a["wsd"] != "yes" or regard in ("positive", "neutral", "negative"), a
+            yield b, meta[uid], regard, a
+
+
+def corpus_record(m: dict, a: dict, regard: str | None, annotator: str, rnd: int) -> dict:
+    """A stand-off record into the corpus (file, doc id, sentence and keyword offsets)."""
+    return {
+        "uid": m["uid"], "file": m["file"], "doc_id": m["doc_id"], "sent_start": m["sent_start"],
+        "sent_end": m["sent_end"], "kw_start": m["kw_start"], "kw_end": m["kw_end"], "keyword": m["keyword"],
+        "class": m["cls"], "gloss": m["gloss"], "wsd": a["wsd"], "regard": regard, "annotator": annotator,
+        "round": rnd,
+    }  # fmt: skip
+
+
+def write_records(rows: list[dict], dest: Path) -> None:
+    rows.sort(key=lambda r: r["uid"])
+    dest.write_text("".join(json.dumps(r) + "\n" for r in rows))
