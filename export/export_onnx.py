@@ -127,7 +127,16 @@ def export_model(
             "encoder": Path(encoder).parent.name if "site-packages" in encoder else encoder,
             "training": {
                 k: meta[k]
-                for k in ("n_train", "epochs", "lr", "batch_size", "seed", "include_dev", "train_sources")
+                for k in (
+                    "n_train",
+                    "epochs",
+                    "lr",
+                    "batch_size",
+                    "seed",
+                    "include_dev",
+                    "train_sources",
+                    "label_files_sha256",
+                )
                 if k in meta
             },
         }

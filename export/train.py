@@ -364,6 +364,10 @@ def main() -> None:
         "dev_folds": args.dev_folds,
         "fold": args.fold,
         "regard_weight": args.regard_weight,
+        # lets `fairstream eval-models` say when it scores a model on its own training labels
+        "label_files_sha256": (
+            [hashlib.sha256(args.dev.read_bytes()).hexdigest()] if args.include_dev or args.dev_folds else []
+        ),
         "train_sources": {s: sum(p.source == s for p in train) for s in sorted({p.source for p in train})},
     }
     if dev:

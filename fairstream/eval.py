@@ -7,6 +7,7 @@ negative / neutral / positive. Both are also broken down per attribute class.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,8 +61,13 @@ def evaluate_model(model: JointModel, labels: str | Path, taxonomy: Taxonomy | N
         per_class[cls] = score(
             [pairs[i] for i in idx], [pred_wsd[i] for i in idx], [pred_regard[i] for i in idx]
         )
+    digest = hashlib.sha256(Path(labels).read_bytes()).hexdigest()
+    trained_on = digest in model.config.get("training", {}).get("label_files_sha256", [])
     return {
         "labels": str(labels),
+        "labels_sha256": digest,
+        # the shipped model is trained on the dev set after its held-out numbers were measured
+        "trained_on_these_labels": trained_on,
         "model": model.name,
         "providers": model.providers,
         "seconds": round(seconds, 2),
@@ -83,6 +89,11 @@ def format_report(result: dict[str, Any]) -> str:
         "",
         f"{'class':<18} {'n':>5} {'kappa':>7} {'F1 yes':>7} {'reg n':>6} {'micro':>7} {'macro':>7}",
     ]
+    if result.get("trained_on_these_labels"):
+        lines[1:1] = [
+            "NOTE: this labels file is part of the model's training data, so these are training-set scores;",
+            "      the held-out and cross-validated estimates are in the model's MODEL_CARD.md.",
+        ]
     for cls, s in result["per_class"].items():
         lines.append(
             f"{cls:<18} {s['n']:>5} {s['wsd_kappa']:>7.3f} {s['wsd_f1']:>7.3f} {s['regard_n']:>6} "

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -173,6 +174,17 @@ def test_eval_models_on_a_labels_file(tiny_model_dir: Path, tmp_path: Path):
     assert set(result["per_class"]) == {"religion", "race/ethnicity", "nationality"}
     assert len(result["predictions"]["wsd"]) == 3
     assert "WSD     kappa" in format_report(result)
+    assert result["trained_on_these_labels"] is False and "NOTE" not in format_report(result)
+
+    # a model whose config lists this file's digest among its training labels says so
+    trained = tmp_path / "trained-model"
+    shutil.copytree(tiny_model_dir, trained)
+    cfg = json.loads((trained / "config.json").read_text())
+    cfg.setdefault("training", {})["label_files_sha256"] = [hashlib.sha256(labels.read_bytes()).hexdigest()]
+    (trained / "config.json").write_text(json.dumps(cfg))
+    result = evaluate_model(JointModel(trained), labels)
+    assert result["trained_on_these_labels"] is True
+    assert "NOTE: this labels file is part of the model's training data" in format_report(result)
 
 
 def test_fp16_export_for_gpu_matches_fp32(tiny_model_dir: Path, tmp_path: Path):
