@@ -108,7 +108,40 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
         pairs += [
             p for p in load_labelled_pairs(args.dev, forms) if dev_fold(p.uid, args.dev_folds) != args.fold
         ]
+    if getattr(args, "counterfactual", 0):
+        pairs += counterfactual_pairs(pairs, taxonomy, args.counterfactual, args.seed)
     return pairs
+
+
+def counterfactual_pairs(
+    pairs: list[LabelledPair], taxonomy: Taxonomy, copies: int, seed: int
+) -> list[LabelledPair]:
+    """Copies of person mentions with the keyword swapped for another keyword of its class.
+
+    Regard is about what the text says of the people, not which group they are, so the label
+    stays; the copies teach the model to read the predicate instead of a group prior. Only
+    mentions whose surface is the bare keyword (any case) are swapped, so no plural or
+    possessive form has to be invented.
+    """
+    rng = random.Random(seed)
+    by_class: dict[str, list] = {}
+    for a in taxonomy:
+        by_class.setdefault(a.attribute_class, []).append(a)
+    out = []
+    for p in pairs:
+        m = p.mention
+        surface = m.text[m.start : m.end]
+        if p.wsd != "yes" or p.regard is None or surface.lower() != m.keyword:
+            continue
+        others = [
+            a for a in by_class.get(p.attribute_class, []) if a.keyword != m.keyword and " " not in a.keyword
+        ]
+        for i, a in enumerate(rng.sample(others, min(copies, len(others)))):
+            word = a.keyword.capitalize() if surface[:1].isupper() else a.keyword
+            text = m.text[: m.start] + word + m.text[m.end :]
+            mention = MentionInput(text, m.start, m.start + len(word), a.keyword, a.gloss)
+            out.append(dataclasses.replace(p, uid=f"{p.uid}-cf{i}", mention=mention, source=f"cf-{p.source}"))
+    return out
 
 
 def dev_document_pairs(args: argparse.Namespace) -> list[LabelledPair]:
@@ -305,6 +338,12 @@ def main() -> None:
     )
     ap.add_argument(
         "--dump-pairs", type=Path, help="write the resolved training pairs (with text) here and exit"
+    )
+    ap.add_argument(
+        "--counterfactual",
+        type=int,
+        default=0,
+        help="add N copies of each person mention with the keyword swapped within its class",
     )
     ap.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1, ...")
     ap.add_argument("--include-dev", action="store_true")
