@@ -125,22 +125,26 @@ def counterfactual_pairs(
     """
     rng = random.Random(seed)
     by_class: dict[str, list] = {}
-    for a in taxonomy:
-        by_class.setdefault(a.attribute_class, []).append(a)
+    for attr in taxonomy:
+        by_class.setdefault(attr.attribute_class, []).append(attr)
+    keywords = {attr.keyword for attr in taxonomy}
     out = []
     for p in pairs:
         m = p.mention
         surface = m.text[m.start : m.end]
         if p.wsd != "yes" or p.regard is None or surface.lower() != m.keyword:
             continue
-        others = [
-            a for a in by_class.get(p.attribute_class, []) if a.keyword != m.keyword and " " not in a.keyword
-        ]
+        cls = p.attribute_class or (taxonomy[m.keyword].attribute_class if m.keyword in keywords else "")
+        others = [a for a in by_class.get(cls, []) if a.keyword != m.keyword and " " not in a.keyword]
         for i, a in enumerate(rng.sample(others, min(copies, len(others)))):
             word = a.keyword.capitalize() if surface[:1].isupper() else a.keyword
             text = m.text[: m.start] + word + m.text[m.end :]
             mention = MentionInput(text, m.start, m.start + len(word), a.keyword, a.gloss)
-            out.append(dataclasses.replace(p, uid=f"{p.uid}-cf{i}", mention=mention, source=f"cf-{p.source}"))
+            out.append(
+                dataclasses.replace(
+                    p, uid=f"{p.uid}-cf{i}", mention=mention, attribute_class=cls, source=f"cf-{p.source}"
+                )
+            )
     return out
 
 

@@ -154,3 +154,32 @@ def test_packed_encoder_round_trip_is_close(tiny_encoder, tmp_path):
         scale = np.abs(t).max() + 1e-12
         assert err <= scale / 127, (name, err)  # int8 per row for embeddings, fp16 elsewhere
     assert (tmp_path / "unpacked/tokenizer.json").is_file()
+
+
+def test_counterfactual_copies_swap_the_keyword_within_its_class(pool_and_dev):
+    from export.train import counterfactual_pairs
+    from fairstream.taxonomy import Taxonomy
+
+    tax = Taxonomy.default()
+    pairs = load_labelled_pairs(pool_and_dev[0])
+    out = counterfactual_pairs(pairs, tax, copies=2, seed=0)
+
+    def n_others(keyword: str) -> int:
+        cls = tax[keyword].attribute_class
+        return sum(a.attribute_class == cls and a.keyword != keyword and " " not in a.keyword for a in tax)
+
+    person = [p for p in pairs if p.wsd == "yes"]
+    assert len(out) == sum(min(2, n_others(p.mention.keyword)) for p in person) > len(person)
+    for cf in out:
+        orig = next(p for p in pairs if cf.uid.startswith(p.uid + "-cf"))
+        m = cf.mention
+        assert m.keyword != orig.mention.keyword
+        assert (
+            tax[m.keyword].attribute_class == tax[orig.mention.keyword].attribute_class == cf.attribute_class
+        )
+        assert m.text[m.start : m.end].lower() == m.keyword
+        assert m.text[m.start : m.end][0].isupper() == orig.mention.text[orig.mention.start].isupper()
+        assert m.text[: m.start] == orig.mention.text[: orig.mention.start]
+        assert m.text[m.end :] == orig.mention.text[orig.mention.end :]
+        assert (cf.wsd, cf.regard) == (orig.wsd, orig.regard) and cf.source == "cf-" + orig.source
+    assert counterfactual_pairs(pairs, tax, copies=2, seed=0) == out  # seeded
