@@ -108,7 +108,7 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
         pairs += [
             p for p in load_labelled_pairs(args.dev, forms) if dev_fold(p.uid, args.dev_folds) != args.fold
         ]
-    if getattr(args, "counterfactual", 0):
+    if args.counterfactual:
         pairs += counterfactual_pairs(pairs, taxonomy, args.counterfactual, args.seed)
     return pairs
 
@@ -127,14 +127,13 @@ def counterfactual_pairs(
     by_class: dict[str, list] = {}
     for attr in taxonomy:
         by_class.setdefault(attr.attribute_class, []).append(attr)
-    keywords = {attr.keyword for attr in taxonomy}
     out = []
     for p in pairs:
         m = p.mention
         surface = m.text[m.start : m.end]
         if p.wsd != "yes" or p.regard is None or surface.lower() != m.keyword:
             continue
-        cls = p.attribute_class or (taxonomy[m.keyword].attribute_class if m.keyword in keywords else "")
+        cls = p.attribute_class or (taxonomy[m.keyword].attribute_class if m.keyword in taxonomy else "")
         others = [a for a in by_class.get(cls, []) if a.keyword != m.keyword and " " not in a.keyword]
         for i, a in enumerate(rng.sample(others, min(copies, len(others)))):
             word = a.keyword.capitalize() if surface[:1].isupper() else a.keyword
@@ -161,12 +160,11 @@ def dev_document_pairs(args: argparse.Namespace) -> list[LabelledPair]:
         records = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
         pairs = load_standoff(path, args.corpus)
         for rec, pair in zip(records, pairs, strict=True):
-            folds3, folds5 = rec["dev_folds_3"], rec["dev_folds_5"]
-            tag = f"devdoc-3:{''.join(map(str, folds3))}-5:{''.join(map(str, folds5))}"
+            tag = "devdoc-" + "-".join(f"{n}:{''.join(map(str, rec[f'dev_folds_{n}']))}" for n in (3, 5))
             if args.dump_pairs or args.include_dev:
                 keep = True
             elif args.dev_folds in (3, 5):
-                keep = args.fold not in (folds3 if args.dev_folds == 3 else folds5)
+                keep = args.fold not in (devdoc_folds(tag, args.dev_folds) or set())
             else:
                 keep = False
             if keep:

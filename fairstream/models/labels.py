@@ -16,6 +16,8 @@ document's text.
 
 from __future__ import annotations
 
+import csv
+import functools
 import gzip
 import json
 import re
@@ -149,57 +151,39 @@ BIAS_SOURCES = {
 }
 
 
-class _BiasTexts:
-    """Texts of the shared bias sets addressed by (source, row, field), read once per file."""
-
-    def __init__(self, shared_dir: Path) -> None:
-        self.shared_dir = shared_dir
-        self._tables: dict[str, dict[tuple[str, str], str]] = {}
-
-    def _load(self, source: str) -> dict[tuple[str, str], str]:
-        if source not in BIAS_SOURCES:
-            raise FairStreamError(f"unknown bias source {source!r}; expected one of {sorted(BIAS_SOURCES)}")
-        fpath = self.shared_dir / BIAS_SOURCES[source]
-        if not fpath.is_file():
-            raise FairStreamError(f"{fpath} does not exist; pass the shared data folder (../shared)")
-        table: dict[tuple[str, str], str] = {}
-        if source == "crows_pairs":
-            import csv
-
-            with fpath.open(newline="", encoding="utf-8") as f:
-                for row in csv.DictReader(f):
-                    for col in ("sent_more", "sent_less"):
-                        table[(row[""], col)] = row[col]
-        else:
-            task = source.split("-", 1)[1]
-            with gzip.open(fpath, "rt", encoding="utf-8") as f:
-                data = json.load(f)["data"][task]
-            for ex in data:
-                for s in ex["sentences"]:
-                    # intersentence: the context sentence, then the continuation being judged
-                    text = f"{ex['context']} {s['sentence']}" if task == "intersentence" else s["sentence"]
-                    table[(ex["id"], s["id"])] = text
-        return table
-
-    def get(self, ref: dict[str, Any]) -> str:
-        source = ref["source"]
-        if source not in self._tables:
-            self._tables[source] = self._load(source)
-        text = self._tables[source].get((str(ref["row"]), str(ref["field"])))
-        if text is None:
-            raise FairStreamError(f"{source}: no row {ref['row']!r} / {ref['field']!r} (data changed?)")
-        return text
-
-
-_bias_cache: dict[Path, _BiasTexts] = {}
+@functools.cache
+def _bias_table(shared_dir: Path, source: str) -> dict[tuple[str, str], str]:
+    """Every text of one bias set keyed by (row, field); read once per process."""
+    if source not in BIAS_SOURCES:
+        raise FairStreamError(f"unknown bias source {source!r}; expected one of {sorted(BIAS_SOURCES)}")
+    fpath = shared_dir / BIAS_SOURCES[source]
+    if not fpath.is_file():
+        raise FairStreamError(f"{fpath} does not exist; pass the shared data folder (../shared)")
+    table: dict[tuple[str, str], str] = {}
+    if source == "crows_pairs":
+        with fpath.open(newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                for col in ("sent_more", "sent_less"):
+                    table[(row[""], col)] = row[col]
+    else:
+        task = source.split("-", 1)[1]
+        with gzip.open(fpath, "rt", encoding="utf-8") as f:
+            data = json.load(f)["data"][task]
+        for ex in data:
+            for s in ex["sentences"]:
+                # intersentence: the context sentence, then the continuation being judged
+                text = f"{ex['context']} {s['sentence']}" if task == "intersentence" else s["sentence"]
+                table[(ex["id"], s["id"])] = text
+    return table
 
 
 def bias_text(ref: dict[str, Any], shared_dir: str | Path) -> str:
     """The text of one CrowS-Pairs or StereoSet sentence addressed by source, row and field."""
-    key = Path(shared_dir)
-    if key not in _bias_cache:
-        _bias_cache[key] = _BiasTexts(key)
-    return _bias_cache[key].get(ref)
+    source = ref["source"]
+    text = _bias_table(Path(shared_dir), source).get((str(ref["row"]), str(ref["field"])))
+    if text is None:
+        raise FairStreamError(f"{source}: no row {ref['row']!r} / {ref['field']!r} (data changed?)")
+    return text
 
 
 def load_bias_standoff(path: str | Path, shared_dir: str | Path) -> list[LabelledPair]:
