@@ -130,3 +130,35 @@ def test_per_class_and_per_keyword_caps():
         CapController(0.01, caps={"religon": 0.1})
     with pytest.raises(ValueError, match=r"cap=1.5 must be a number in \[0, 1\]"):
         CapController(1.5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rates=st.lists(st.floats(0.0, 0.6), min_size=4, max_size=4),
+    cap=st.sampled_from([0.0, 0.01, 0.05, 0.2]),
+    seed=st.integers(0, 10_000),
+    per_unit=st.integers(1, 4),
+)
+def test_strict_cap_warmup_0_holds_from_the_first_sentence(rates, cap, seed, per_unit):
+    """warmup=0: kept negative share <= cap after every decision, also with few kept sentences
+    and with multi-sentence units (document granularity)."""
+    ctrl = CapController(cap, warmup=0, seed=seed)
+    rng = np.random.default_rng(seed)
+    units = synthetic_stream(1500, dict(zip(ATTRS, rates, strict=True)), seed)
+    for i in range(0, len(units), per_unit):  # merge neighbours into documents of 1-4 sentences
+        doc = UnitCounts()
+        for u in units[i : i + int(rng.integers(1, per_unit + 1))]:
+            for a, counts in u.by_attr.items():
+                for r, c in counts.items():
+                    doc.add(a, r, c)
+        ctrl.decide(doc)
+        for a, kept in ctrl.kept.items():
+            assert kept["negative"] <= cap * sum(kept.values()) + 1e-9, (a, kept)
+    if cap > 0 and max(rates) > 0.2:
+        assert any(k["negative"] for k in ctrl.kept.values())  # strict still keeps negatives once it may
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "10", True])
+def test_warmup_must_be_a_non_negative_int(bad):
+    with pytest.raises(ValueError, match="warmup="):
+        CapController(0.01, warmup=bad)

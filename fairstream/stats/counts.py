@@ -8,8 +8,10 @@ For each attribute class ``A``, attribute (keyword) ``a`` and regard ``r`` a
 * ``c(w, a, r)``: how often word ``w`` occurs in those sentences.
 
 Words are NLTK word tokens, lowercased; punctuation, numbers and NLTK stopwords are left out (all
-configurable). A sentence that mentions several attributes (or one attribute with two regards)
-counts once for each distinct ``(class, keyword, regard)`` triple.
+configurable). A sentence that mentions several attributes counts once for each ``(class,
+keyword)``, under its regard toward that attribute: the most negative of its mentions' regards
+(negative > positive > neutral > unknown), the rule the cap controller uses, so ``n(a, r)`` equals
+the stream's per-attribute counts in ``stats.json`` exactly.
 
 Counts are values (STYLE habit 3): they add with ``+`` (and ``sum``), serialize to JSON and merge
 across workers, shards and machines. Merging is exact: ``a + b`` equals counting both streams in
@@ -255,14 +257,15 @@ class CooccurrenceCounts:
         tokens_or_text: str | Sequence[str],
         attributes: Iterable[tuple[str, str, str | None]],
     ) -> int:
-        """Count one sentence for each distinct ``(class, keyword, regard)`` it mentions.
+        """Count one sentence once for each ``(class, keyword)`` it mentions (most negative regard).
 
         Args:
             tokens_or_text: The sentence as text (tokenized with NLTK) or as word tokens; either
                 way the word filter is applied.
             attributes: ``(attribute_class, keyword, regard)`` of each person-sense mention;
                 ``regard`` is ``"positive"``, ``"neutral"``, ``"negative"`` or ``None`` (counted
-                as ``"unknown"``). Repeats count once.
+                as ``"unknown"``). An attribute mentioned twice counts once, under the more
+                negative regard.
 
         Returns:
             The number of word tokens counted per attribute (0 when ``attributes`` is empty).
@@ -619,9 +622,13 @@ class CooccurrenceCounts:
         }
 
 
+# a sentence's regard toward an attribute is its most negative mention's (as in the cap controller)
+_REGARD_RANK = {"negative": 0, "positive": 1, "neutral": 2, UNKNOWN_REGARD: 3}
+
+
 def _parse_attributes(attributes: Iterable[tuple[str, str, str | None]]) -> dict[Key, int]:
-    """Distinct ``(class, keyword, regard label)`` triples with their number of mentions."""
-    triples: dict[Key, int] = {}
+    """One ``(class, keyword, regard label)`` per attribute with its number of mentions."""
+    by_attr: dict[tuple[str, str], tuple[str, int]] = {}
     for item in attributes:
         try:
             cls_name, keyword, regard = item
@@ -630,9 +637,10 @@ def _parse_attributes(attributes: Iterable[tuple[str, str, str | None]]) -> dict
         label = UNKNOWN_REGARD if regard is None else regard
         if label not in REGARD_LABELS:
             raise ValueError(f"regard={regard!r} of {keyword!r} is not one of {(*REGARDS, None)}")
-        key = (str(cls_name), str(keyword), label)
-        triples[key] = triples.get(key, 0) + 1
-    return triples
+        attr = (str(cls_name), str(keyword))
+        best, n = by_attr.get(attr, (label, 0))
+        by_attr[attr] = (min(best, label, key=_REGARD_RANK.__getitem__), n + 1)
+    return {(c, k, r): n for (c, k), (r, n) in by_attr.items()}
 
 
 def consume_into(
@@ -657,9 +665,11 @@ def consume_into(
     if not isinstance(sentences, list):
         raise InvalidDocumentError(f"{where}: annotation field 'sentences' must be a list")
     provenance = f"{annotation.get('taxonomy')}/{annotation.get('model')}"
-    for counts, _ in targets:
-        counts.totals["documents"] += 1
-        counts.provenance[provenance] += 1
+    doc_kept = annotation.get("doc_kept", True) is not False
+    for counts, which in targets:
+        if which == "all" or doc_kept:  # "kept" counts the documents the stream output
+            counts.totals["documents"] += 1
+            counts.provenance[provenance] += 1
     counted = [0] * len(targets)
     first = targets[0][0]
     for i, sent in enumerate(sentences):

@@ -13,7 +13,11 @@ or a whole document with ``granularity="document"``) carries per-attribute count
   ``neg_a + k_a <= cap_a * max(total_a + n_a, W)`` holds, ``W`` being the warm-up. Since
   ``total_a`` only grows, this proves the guarantee: once ``total_a >= W`` the kept negative share
   ``neg_a / total_a`` never exceeds ``cap_a`` (and during warm-up at most ``cap_a * W``
-  negatives are kept, so the share is within the cap at the moment warm-up ends).
+  negatives are kept, so the share is within the cap at the moment warm-up ends). With ``W = 0``
+  (strict) the bound is ``neg_a + k_a <= cap_a * (total_a + n_a)``: the share is <= cap after
+  every decision from the first sentence on, at the price of dropping every negative sentence
+  until ``1 / cap_a`` sentences are kept (100 at a 1% cap). Attributes that end with fewer than
+  ``W`` kept sentences may end above the cap; reports flag them with this reason.
 * Within the bound the unit is kept with probability ``p = min_a p_a``. With ``r_a`` the raw
   negative rate seen so far, ``p_a = 1`` when ``r_a <= cap_a`` (nothing needs dropping);
   otherwise ``q_a = cap_a (1 - r_a) / (r_a (1 - cap_a))`` is the keep rate that makes the kept
@@ -78,7 +82,8 @@ class CapController:
         cap: default cap on the kept negative share, in ``[0, 1]``; ``1.0`` disables dropping.
         caps: overrides per attribute keyword or per class name (keyword wins over class).
         taxonomy: used to resolve class names in ``caps``.
-        warmup: ``W`` in the guarantee: kept mentions after which the share is always <= cap.
+        warmup: ``W`` in the guarantee: kept sentences after which the share is always <= cap;
+            ``0`` is strict (the share is <= cap at every point, more negatives are dropped).
         seed: seed of the controller's own random generator.
     """
 
@@ -92,8 +97,8 @@ class CapController:
         seed: int = 0,
     ) -> None:
         _check_cap("cap", cap)
-        if warmup < 1:
-            raise ValueError(f"warmup={warmup} must be >= 1")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"warmup={warmup!r} must be an int >= 0 (0: the cap holds from the first sentence)")
         self.cap = cap
         self.warmup = warmup
         self.seed = seed

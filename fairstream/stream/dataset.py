@@ -296,9 +296,14 @@ class FairStream(IterableDataset):
             if not keep:
                 stats.counters["sentences_dropped"] += 1
                 dropped_spans.append((ts.sentence.start, ts.sentence.end))
+        new_text = remove_spans(text, dropped_spans) if dropped_spans else text
+        doc_dropped = bool(dropped_spans) and (self.granularity == "document" or not new_text.strip())
         annotation = (
             self._annotation(index, doc, tagged, decisions) if (self.annotate or self.hooks) else None
         )
+        if annotation is not None:
+            # hooks count documents out from this, so their counts equal stats()["counters"]["docs_out"]
+            annotation["doc_kept"] = not doc_dropped
         if self.hooks and annotation is not None:
             # hooks also get each sentence's NLTK tokens, so the sidecar need not tokenize again
             sentences = [
@@ -307,11 +312,7 @@ class FairStream(IterableDataset):
             ]
             for hook in self.hooks:
                 hook(text, {**annotation, "sentences": sentences})
-        if dropped_spans and self.granularity == "document":
-            stats.counters["docs_dropped"] += 1
-            return None
-        new_text = remove_spans(text, dropped_spans) if dropped_spans else text
-        if dropped_spans and not new_text.strip():
+        if doc_dropped:
             stats.counters["docs_dropped"] += 1
             return None
         stats.counters["docs_out"] += 1
