@@ -1,0 +1,525 @@
+"""Biaser-substitution augmentation (Mondal & Lipizzi), with person senses only.
+
+A *bias producer* is a set of interchangeable biasers: a taxonomy class (``religion``) or a user
+list. Every entry that mentions a biaser *as people* gets ``|b| - 1`` copies; copy ``k`` maps each
+biaser of the entry to the one ``k`` places further in the producer's order (a cyclic shift), so
+two different biasers in one entry stay different and, over the copies, every biaser takes each
+mentioned biaser's place exactly once: the attribute is balanced in the augmented set.
+
+Where the paper finds biasers with NER, this builder finds them with the keyword detector and
+asks the WSD model whether each occurrence refers to people ("Chinese workers" is swapped,
+"Chinese food" is left alone). Surface forms are preserved: casing (lower / Title / UPPER), the
+article before the word (a/an), number (taxonomy plural forms; a target without a plural form
+becomes "X people") and possessives ("Muslim's", "Muslims'"). Multi-word biasers are matched and
+replaced whole.
+
+An optional content morphism makes the copies less repetitive: ``downshift`` keeps an extractive
+summary (the sentences with a substitution plus the highest-scoring others), ``upshift``
+paraphrases each copy with a chat model (``fairstream.annotate`` backends); a paraphrase that
+loses the substituted biaser is not used and is counted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from fairstream.builders.records import source_id, with_provenance
+from fairstream.detect import KeywordDetector, Mention
+from fairstream.errors import FairStreamError
+from fairstream.taxonomy import Attribute, Taxonomy
+
+logger = logging.getLogger(__name__)
+
+BUILDER = "substitute"
+MORPHISMS = ("none", "downshift", "upshift")
+Morphism = Literal["none", "downshift", "upshift"]
+
+
+class BuilderConfigError(FairStreamError, ValueError):
+    """A builder argument or input list is invalid; the message names it and what is allowed."""
+
+
+# -- producers ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Biaser:
+    """One interchangeable biaser: singular form, optional plural, gloss for the WSD model."""
+
+    singular: str
+    plural: str | None
+    gloss: str
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """Lowercase surface forms matched in text."""
+        return (self.singular,) if self.plural is None else (self.singular, self.plural)
+
+    def form(self, plural: bool) -> tuple[str, str]:
+        """The form for a singular or plural source, and a suffix (``" people"`` when no plural exists)."""
+        if not plural:
+            return self.singular, ""
+        return (self.plural, "") if self.plural is not None else (self.singular, " people")
+
+
+def _plural_of(attr: Attribute) -> str | None:
+    for form in attr.forms:
+        if form != attr.keyword and form in (attr.keyword + "s", attr.keyword + "es"):
+            return form
+    return None
+
+
+@dataclass(frozen=True)
+class BiasProducer:
+    """A named set of at least two interchangeable biasers (order defines the cyclic shifts)."""
+
+    name: str
+    biasers: tuple[Biaser, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.biasers) < 2:
+            raise BuilderConfigError(
+                f"bias producer {self.name!r} has {len(self.biasers)} biaser(s); it needs at least 2"
+            )
+        seen: dict[str, str] = {}
+        for b in self.biasers:
+            for f in b.forms:
+                if f in seen:
+                    raise BuilderConfigError(
+                        f"bias producer {self.name!r}: form {f!r} belongs to both {seen[f]!r} and {b.singular!r}"
+                    )
+                seen[f] = b.singular
+
+    @classmethod
+    def from_taxonomy(cls, taxonomy: Taxonomy, attribute_class: str) -> BiasProducer:
+        """The keywords of one taxonomy class, with their plural forms and glosses."""
+        classes = taxonomy.classes
+        if attribute_class not in classes:
+            raise BuilderConfigError(
+                f"--producer {attribute_class!r} is not a class of {taxonomy.name}; allowed: {sorted(classes)}"
+            )
+        biasers = []
+        for attr in classes[attribute_class]:
+            plural = _plural_of(attr)
+            # other listed variants ("non-binary") are matched too but written as the keyword
+            biasers.append(Biaser(attr.keyword, plural, attr.gloss))
+            extra = [f for f in attr.forms if f not in (attr.keyword, plural)]
+            if extra:
+                biasers[-1] = _WithVariants(attr.keyword, plural, attr.gloss, tuple(extra))
+        return cls(attribute_class, tuple(biasers))
+
+    @classmethod
+    def from_file(cls, path: str | Path, taxonomy: Taxonomy | None = None) -> BiasProducer:
+        """Read a biasers file: JSON ``{"name", "biasers": [{"singular", "plural"?, "gloss"?}]}``.
+
+        Or plain text, one biaser per line: ``singular[, plural]`` (``#`` starts a comment). A biaser
+        without a gloss takes the taxonomy's gloss when it is a taxonomy keyword, else ``"who is X"``.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise BuilderConfigError(f"--biasers {path}: file not found")
+        taxonomy = taxonomy or Taxonomy.default()
+        text = path.read_text(encoding="utf-8")
+        entries: list[dict[str, Any]] = []
+        name = path.stem
+        if path.suffix == ".json":
+            try:
+                data = json.loads(text)
+                name = str(data.get("name", name))
+                entries = list(data["biasers"])
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+                raise BuilderConfigError(
+                    f"--biasers {path}: expected JSON {{'name', 'biasers': [{{'singular', 'plural'?, 'gloss'?}}]}} "
+                    f"({type(exc).__name__}: {exc})"
+                ) from None
+        else:
+            for lineno, line in enumerate(text.splitlines(), start=1):
+                line = line.split("#", 1)[0].strip()
+                if not line:
+                    continue
+                parts = [p.strip() for p in line.split(",")]
+                if len(parts) > 2 or not all(parts):
+                    raise BuilderConfigError(
+                        f"--biasers {path}:{lineno}: expected 'singular' or 'singular, plural', got {line!r}"
+                    )
+                entries.append({"singular": parts[0], "plural": parts[1] if len(parts) == 2 else None})
+        biasers = []
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or not isinstance(e.get("singular"), str) or not e["singular"].strip():
+                raise BuilderConfigError(f"--biasers {path}: biaser {i + 1} needs a non-empty 'singular'")
+            singular = " ".join(e["singular"].lower().split())
+            plural = " ".join(e["plural"].lower().split()) if e.get("plural") else None
+            gloss = e.get("gloss")
+            if not gloss:
+                gloss = taxonomy[singular].gloss if singular in taxonomy else f"who is {singular}"
+            biasers.append(Biaser(singular, plural, str(gloss)))
+        return cls(name, tuple(biasers))
+
+    def taxonomy(self) -> Taxonomy:
+        """A taxonomy of this producer's forms, so the shared keyword detector can match them."""
+        attrs = [
+            Attribute(keyword=b.singular, attribute_class=self.name, gloss=b.gloss, forms=_all_forms(b))
+            for b in self.biasers
+        ]
+        return Taxonomy(f"producer:{self.name}", attrs, source=f"producer {self.name}")
+
+
+@dataclass(frozen=True)
+class _WithVariants(Biaser):
+    variants: tuple[str, ...] = ()
+
+
+def _all_forms(b: Biaser) -> tuple[str, ...]:
+    return b.forms + (b.variants if isinstance(b, _WithVariants) else ())
+
+
+# -- surface-form helpers -------------------------------------------------------------------------
+def match_case(target: str, surface: str) -> str:
+    """Write ``target`` in the casing style of ``surface``: UPPER, Title (per word), Capitalized or lower."""
+    letters = [c for c in surface if c.isalpha()]
+    if len(letters) > 1 and all(c.isupper() for c in letters):
+        return target.upper()
+    if surface[:1].isupper():  # "Muslim" -> "Native American": a capitalized name capitalizes every word
+        return " ".join(w[:1].upper() + w[1:] for w in target.split(" "))
+    return target
+
+
+# "a" before these vowel letters (a consonant sound), "an" before these silent h's
+_A_BEFORE = re.compile(r"^(?:uni|uk|use|usu|ura|uro|ure|uti|eu|ewe|one\b|once)", re.IGNORECASE)
+_AN_BEFORE = re.compile(r"^(?:hour|honest|honou?r|heir)", re.IGNORECASE)
+
+
+def indefinite_article(word: str) -> str:
+    """``"a"`` or ``"an"`` for the word that follows (spelling rules with the common exceptions)."""
+    if _AN_BEFORE.match(word):
+        return "an"
+    if word[:1].lower() in "aeiou" and not _A_BEFORE.match(word):
+        return "an"
+    return "a"
+
+
+_ARTICLE_BEFORE = re.compile(r"(?<!\w)(an?)(\s+)$", re.IGNORECASE)
+
+
+# -- the builder ----------------------------------------------------------------------------------
+@dataclass
+class SubstitutionStats:
+    """Counts of one run (they add, so shards can be merged)."""
+
+    entries: int = 0
+    entries_with_biaser: int = 0
+    copies: int = 0
+    swapped: int = 0  # person-sense mentions substituted (summed over copies)
+    person_mentions: int = 0
+    non_person_mentions: int = 0  # left alone because the WSD model said "not people"
+    articles_fixed: int = 0
+    morphism_failed: int = 0  # paraphrases that lost the biaser (the plain copy was kept)
+    per_biaser: Counter[str] = field(default_factory=Counter)  # source mentions per biaser
+    non_person_examples: list[str] = field(default_factory=list)
+
+    def __add__(self, other: SubstitutionStats) -> SubstitutionStats:
+        out = SubstitutionStats()
+        for name in (
+            "entries",
+            "entries_with_biaser",
+            "copies",
+            "swapped",
+            "person_mentions",
+            "non_person_mentions",
+            "articles_fixed",
+            "morphism_failed",
+        ):
+            setattr(out, name, getattr(self, name) + getattr(other, name))
+        out.per_biaser = self.per_biaser + other.per_biaser
+        out.non_person_examples = (self.non_person_examples + other.non_person_examples)[:20]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("per_biaser",)}
+        d["per_biaser"] = dict(sorted(self.per_biaser.items()))
+        return d
+
+
+@dataclass(frozen=True)
+class Substitution:
+    """One planned replacement: offsets into the source text, old and new surface."""
+
+    start: int
+    end: int
+    old: str
+    new: str
+    kind: str  # "biaser" or "article"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (what changed and where)."""
+        return {"start": self.start, "end": self.end, "from": self.old, "to": self.new, "kind": self.kind}
+
+
+def apply_substitutions(text: str, subs: Sequence[Substitution]) -> str:
+    """Apply non-overlapping substitutions (offsets into ``text``)."""
+    out, pos = [], 0
+    for s in sorted(subs, key=lambda s: s.start):
+        out.append(text[pos : s.start])
+        out.append(s.new)
+        pos = s.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class BiaserSubstitution:
+    """Make balanced copies of entries by substituting a producer's biasers (person senses only).
+
+    Args:
+        producer: The interchangeable biasers.
+        model: A ``JointModel`` (WSD gate); ``None`` loads the shipped one lazily. Pass
+            ``wsd=False`` to swap every keyword match (the paper's behaviour without a WSD step).
+        wsd: Whether to ask the WSD model about each occurrence.
+        morphism: ``"none"``, ``"downshift"`` (extractive summary) or ``"upshift"`` (paraphrase).
+        backend: A chat backend (``fairstream.annotate.make_backend``) for ``upshift``.
+        summary_ratio: Share of sentences kept by ``downshift`` (sentences with a substitution
+            are always kept).
+        include_originals: Also yield each source entry (with provenance and no changes).
+    """
+
+    def __init__(
+        self,
+        producer: BiasProducer,
+        *,
+        model: Any = None,
+        wsd: bool = True,
+        morphism: str = "none",
+        backend: Any = None,
+        summary_ratio: float = 0.5,
+        include_originals: bool = True,
+    ) -> None:
+        if morphism not in MORPHISMS:
+            raise BuilderConfigError(f"morphism={morphism!r} is not one of {MORPHISMS}")
+        if morphism == "upshift" and backend is None:
+            raise BuilderConfigError("morphism='upshift' needs a chat backend (--backend and --model)")
+        if not 0 < summary_ratio <= 1:
+            raise BuilderConfigError(f"summary_ratio={summary_ratio!r} must be in (0, 1]")
+        self.producer = producer
+        self.detector = KeywordDetector(producer.taxonomy())
+        self._by_form = {f: b for b in producer.biasers for f in _all_forms(b)}
+        self._index = {b.singular: i for i, b in enumerate(producer.biasers)}
+        self.wsd = wsd
+        self._model = model
+        self.morphism = morphism
+        self.backend = backend
+        self.summary_ratio = summary_ratio
+        self.include_originals = include_originals
+        self.stats = SubstitutionStats()
+        self._splitter: Any = None
+
+    @property
+    def model(self) -> Any:
+        """The WSD model (the shipped ``joint-v2`` unless one was given), loaded on first use."""
+        if self._model is None:
+            from fairstream.models.runtime import JointModel
+
+            self._model = JointModel()
+        return self._model
+
+    @property
+    def model_name(self) -> str | None:
+        """Name of the WSD model used, written into provenance."""
+        return str(self.model.name) if self.wsd else None
+
+    def _sentences(self, text: str) -> list[tuple[int, int]]:
+        if self._splitter is None:
+            from fairstream.text import SentenceSplitter
+
+            self._splitter = SentenceSplitter()
+        spans = self._splitter.spans(text)
+        return spans or [(0, len(text))]
+
+    def person_mentions(self, texts: Sequence[str]) -> list[list[tuple[Mention, bool]]]:
+        """Producer mentions of each text, each with the WSD decision (batched over all texts)."""
+        from fairstream.models.encoding import MentionInput
+
+        found = [self.detector.find(t) for t in texts]
+        if not self.wsd:
+            return [[(m, True) for m in ms] for ms in found]
+        items: list[MentionInput] = []
+        for text, ms in zip(texts, found, strict=True):
+            spans = self._sentences(text) if ms else []
+            for m in ms:
+                s, e = next(((s, e) for s, e in spans if s <= m.start and m.end <= e), (0, len(text)))
+                gloss = self._by_form[m.surface.lower()].gloss
+                items.append(MentionInput(text[s:e], m.start - s, m.end - s, m.keyword, gloss))
+        preds = iter(self.model.predict(items))
+        return [[(m, next(preds).person) for m in ms] for ms in found]
+
+    def plan(
+        self, text: str, mentions: Sequence[Mention], shift: int
+    ) -> tuple[list[Substitution], dict[str, str]]:
+        """The substitutions of copy ``shift`` (1 .. |b|-1) and its biaser mapping."""
+        n = len(self.producer.biasers)
+        subs: list[Substitution] = []
+        mapping: dict[str, str] = {}
+        for m in mentions:
+            src = self._by_form[m.surface.lower()]
+            dst = self.producer.biasers[(self._index[src.singular] + shift) % n]
+            mapping[src.singular] = dst.singular
+            plural = src.plural is not None and m.surface.lower() == src.plural
+            word, suffix = dst.form(plural)
+            # the suffix follows UPPER case only: "Muslims" -> "Jewish people", "MUSLIMS" -> "JEWISH PEOPLE"
+            new = match_case(word, m.surface) + (
+                suffix.upper() if len(m.surface) > 1 and m.surface.isupper() else suffix
+            )
+            end = m.end
+            # plural possessive "Muslims'" -> "Jewish people's" (an apostrophe alone needs an s)
+            if (
+                plural
+                and text[end : end + 1] in ("'", "’")
+                and not text[end + 1 : end + 2].isalpha()
+                and not new.endswith("s")
+            ):
+                new, end = new + text[end] + ("S" if new.isupper() else "s"), end + 1
+            subs.append(Substitution(m.start, end, text[m.start : end], new, "biaser"))
+            art = _ARTICLE_BEFORE.search(text, 0, m.start)
+            if art is not None:
+                old_art = art.group(1)
+                want = indefinite_article(new)
+                if old_art.lower() != want:
+                    new_art = match_case(want, old_art) if len(old_art) > 1 else _case_like(want, old_art)
+                    subs.append(Substitution(art.start(1), art.end(1), old_art, new_art, "article"))
+        return subs, mapping
+
+    def augment(
+        self,
+        records: Iterable[dict[str, Any]],
+        text_field: str = "text",
+        path: Any = None,
+        batch_size: int = 32,
+    ) -> Iterator[dict[str, Any]]:
+        """Yield (originals and) augmented copies with provenance; counts go to ``self.stats``."""
+        batch: list[dict[str, Any]] = []
+        for rec in records:
+            batch.append(rec)
+            if len(batch) >= batch_size:
+                yield from self._augment_batch(batch, text_field, path)
+                batch = []
+        if batch:
+            yield from self._augment_batch(batch, text_field, path)
+
+    def _augment_batch(
+        self, batch: list[dict[str, Any]], text_field: str, path: Any
+    ) -> Iterator[dict[str, Any]]:
+        texts = [r[text_field] for r in batch]
+        judged = self.person_mentions(texts)
+        n = len(self.producer.biasers)
+        for rec, text, ms in zip(batch, texts, judged, strict=True):
+            self.stats.entries += 1
+            sid = source_id(rec, path)
+            person = [m for m, p in ms if p]
+            for m, p in ms:
+                if not p:
+                    self.stats.non_person_mentions += 1
+                    if len(self.stats.non_person_examples) < 20:
+                        lo = max(0, m.start - 30)
+                        self.stats.non_person_examples.append(f"{sid}: ...{text[lo : m.end + 30]}...")
+            if self.include_originals:
+                yield with_provenance(
+                    rec, source=sid, builder=BUILDER, changes=[], producer=self.producer.name, role="original"
+                )
+            if not person:
+                continue
+            self.stats.entries_with_biaser += 1
+            self.stats.person_mentions += len(person)
+            self.stats.per_biaser.update(self._by_form[m.surface.lower()].singular for m in person)
+            for shift in range(1, n):
+                subs, mapping = self.plan(text, person, shift)
+                new_text = apply_substitutions(text, subs)
+                morphism = self.morphism
+                if morphism != "none":
+                    morphed = self._morph(new_text, subs, text, mapping)
+                    if morphed is None:
+                        self.stats.morphism_failed += 1
+                        morphism = "none"
+                    else:
+                        new_text = morphed
+                self.stats.copies += 1
+                self.stats.swapped += sum(s.kind == "biaser" for s in subs)
+                self.stats.articles_fixed += sum(s.kind == "article" for s in subs)
+                out = dict(rec)
+                out[text_field] = new_text
+                if rec.get("id") is not None:
+                    out["id"] = f"{rec['id']}#sub{shift}"
+                yield with_provenance(
+                    out,
+                    source=sid,
+                    builder=BUILDER,
+                    changes=[s.to_dict() for s in subs],
+                    producer=self.producer.name,
+                    role="copy",
+                    mapping=mapping,
+                    wsd_model=self.model_name,
+                    morphism=morphism,
+                )
+
+    # -- content morphism -----------------------------------------------------------------------
+    def _morph(
+        self, new_text: str, subs: Sequence[Substitution], old_text: str, mapping: dict[str, str]
+    ) -> str | None:
+        if self.morphism == "downshift":
+            return extractive_summary(
+                new_text,
+                self._changed_sentences(new_text, subs, old_text),
+                self.summary_ratio,
+                self._sentences(new_text),
+            )
+        prompt = (
+            "Paraphrase the text below. Keep its meaning and keep these words exactly as written: "
+            + ", ".join(sorted({s.new for s in subs if s.kind == "biaser"}))
+            + ". Reply with the paraphrase only.\n\nText: "
+            + new_text
+        )
+        reply = self.backend.chat([{"role": "user", "content": prompt}]).strip()
+        wanted = {s.new.lower() for s in subs if s.kind == "biaser"}
+        if not reply or not all(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", reply.lower()) for w in wanted):
+            return None
+        return reply
+
+    def _changed_sentences(self, new_text: str, subs: Sequence[Substitution], old_text: str) -> list[int]:
+        # offsets of the substitutions in the new text
+        pos, delta = [], 0
+        for s in sorted(subs, key=lambda s: s.start):
+            pos.append(s.start + delta)
+            delta += len(s.new) - (s.end - s.start)
+        return pos
+
+
+_WORD = re.compile(r"\w+")
+
+
+def extractive_summary(
+    text: str, keep_at: Sequence[int], ratio: float, spans: Sequence[tuple[int, int]]
+) -> str:
+    """Keep the sentences containing an offset of ``keep_at`` and the best-scoring others.
+
+    Sentences are scored by the mean document frequency of their words (Luhn-style), so the summary
+    keeps the text's central sentences; ``ratio`` of the sentences (at least one) are kept, in order.
+    """
+    if len(spans) <= 1:
+        return text
+    words = [[w.lower() for w in _WORD.findall(text[s:e])] for s, e in spans]
+    freq = Counter(w for ws in words for w in set(ws) if len(w) > 3)
+    must = {i for i, (s, e) in enumerate(spans) for p in keep_at if s <= p < e}
+    budget = max(len(must), round(ratio * len(spans)), 1)
+    scored = sorted(
+        (i for i in range(len(spans)) if i not in must),
+        key=lambda i: -sum(freq[w] for w in words[i]) / max(1, len(words[i])),
+    )
+    keep = sorted(must | set(scored[: max(0, budget - len(must))]))
+    return " ".join(text[spans[i][0] : spans[i][1]] for i in keep)
+
+
+def _case_like(word: str, like: str) -> str:
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
