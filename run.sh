@@ -28,6 +28,15 @@ setup() {  # $1: extras to install
   touch "$stamp"
 }
 
+browser() {  # Chromium for the report's screenshot test: Debian's package, as root, once; else the test skips
+  command -v chromium >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium (Debian package) for the report screenshot test ..." >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 ||
+      echo "could not install chromium: the report screenshot test will be skipped" >&2
+  fi
+}
+
 # NLTK data: ../shared when present (tests, CI); otherwise fairstream falls back to its own Punkt
 if [ -z "${NLTK_DATA:-}" ] && [ -d ../shared/data/nltk_data ]; then
   export NLTK_DATA="$(cd ../shared/data/nltk_data && pwd)"
@@ -43,6 +52,7 @@ case "${1:-}" in
     ;;
   test)
     setup "dev,train"
+    browser
     "$VENV/bin/ruff" check fairstream export tests benchmarks scripts
     "$VENV/bin/ruff" format --check fairstream export tests benchmarks scripts
     "$VENV/bin/mypy" fairstream
