@@ -2,12 +2,16 @@
 
 WSD is scored as yes vs not-yes ("unsure" counts as not protected, as in the paper): Cohen's kappa
 and F1 of "yes". Regard is scored on the items whose *gold* WSD is yes: micro and macro F1 over
-negative / neutral / positive. Both are also broken down per attribute class.
+negative / neutral / positive. Both are also broken down per attribute class. A score with no data
+(a label that occurs neither in the gold labels nor in the predictions, a slice without items) is
+``None``: JSON ``null``, "no data" in the table, never a made-up 0.0 or a NaN.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,24 +24,31 @@ from fairstream.models.runtime import JointModel
 from fairstream.taxonomy import Taxonomy
 
 
+def _defined_f1(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> dict[str, float | None]:
+    """``f1_scores`` with ``None`` where F1 is 0/0: a label in neither gold nor predictions, no items."""
+    scores: dict[str, float | None] = dict(f1_scores(gold, pred, labels))
+    for lab in labels:
+        if lab not in gold and lab not in pred:
+            scores[lab] = None
+    if not any(lab in gold or lab in pred for lab in labels):
+        scores["micro"] = scores["macro"] = None
+    return scores
+
+
 def score(
     pairs: Sequence[LabelledPair], pred_wsd: Sequence[str], pred_regard: Sequence[str | None]
 ) -> dict[str, Any]:
-    """WSD kappa/F1 and regard micro/macro F1 of predictions against gold pairs."""
+    """WSD kappa/F1 and regard micro/macro F1 of predictions against gold pairs (``None``: no data)."""
     gold_w = ["yes" if p.wsd == "yes" else "not-yes" for p in pairs]
     pred_w = ["yes" if w == "yes" else "not-yes" for w in pred_wsd]
     yes = [i for i, p in enumerate(pairs) if p.wsd == "yes" and p.regard is not None]
     gold_r = [pairs[i].regard or "" for i in yes]
     pred_r = [pred_regard[i] or "neutral" for i in yes]
-    f1r = (
-        f1_scores(gold_r, pred_r, list(REGARD_LABELS))
-        if yes
-        else {k: float("nan") for k in (*REGARD_LABELS, "micro", "macro")}
-    )
+    f1r = _defined_f1(gold_r, pred_r, list(REGARD_LABELS))
     return {
         "n": len(pairs),
-        "wsd_kappa": cohen_kappa(gold_w, pred_w) if pairs else float("nan"),
-        "wsd_f1": f1_scores(gold_w, pred_w, ["yes"])["yes"] if pairs else float("nan"),
+        "wsd_kappa": cohen_kappa(gold_w, pred_w) if pairs else None,
+        "wsd_f1": _defined_f1(gold_w, pred_w, ["yes"])["yes"],
         "regard_n": len(yes),
         "regard_micro_f1": f1r["micro"],
         "regard_macro_f1": f1r["macro"],
@@ -77,14 +88,34 @@ def evaluate_model(model: JointModel, labels: str | Path, taxonomy: Taxonomy | N
     }
 
 
+def to_json(result: dict[str, Any]) -> str:
+    """An ``evaluate_model`` result as strict JSON (``null`` for a score without data, never NaN)."""
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(result), indent=2, allow_nan=False)
+
+
+def _num(x: float | None, width: int = 0) -> str:
+    text = "no data" if x is None or not math.isfinite(x) else f"{x:.3f}"
+    return f"{text:>{width}}"
+
+
 def format_report(result: dict[str, Any]) -> str:
     """Human-readable table of an ``evaluate_model`` result."""
     m = result["metrics"]
     lines = [
         f"model {result['model']} on {result['labels']} ({m['n']} pairs, {result['seconds']} s, {result['providers']})",
-        f"WSD     kappa {m['wsd_kappa']:.3f}   F1(yes) {m['wsd_f1']:.3f}",
-        f"regard  micro-F1 {m['regard_micro_f1']:.3f}   macro-F1 {m['regard_macro_f1']:.3f}   (n={m['regard_n']}; "
-        + ", ".join(f"{k} {v:.3f}" for k, v in m["regard_f1"].items())
+        f"WSD     kappa {_num(m['wsd_kappa'])}   F1(yes) {_num(m['wsd_f1'])}",
+        f"regard  micro-F1 {_num(m['regard_micro_f1'])}   macro-F1 {_num(m['regard_macro_f1'])}   (n={m['regard_n']}; "
+        + ", ".join(f"{k} {_num(v)}" for k, v in m["regard_f1"].items())
         + ")",
         "",
         f"{'class':<18} {'n':>5} {'kappa':>7} {'F1 yes':>7} {'reg n':>6} {'micro':>7} {'macro':>7}",
@@ -96,7 +127,7 @@ def format_report(result: dict[str, Any]) -> str:
         ]
     for cls, s in result["per_class"].items():
         lines.append(
-            f"{cls:<18} {s['n']:>5} {s['wsd_kappa']:>7.3f} {s['wsd_f1']:>7.3f} {s['regard_n']:>6} "
-            f"{s['regard_micro_f1']:>7.3f} {s['regard_macro_f1']:>7.3f}"
+            f"{cls:<18} {s['n']:>5} {_num(s['wsd_kappa'], 7)} {_num(s['wsd_f1'], 7)} {s['regard_n']:>6} "
+            f"{_num(s['regard_micro_f1'], 7)} {_num(s['regard_macro_f1'], 7)}"
         )
     return "\n".join(lines)

@@ -1,9 +1,12 @@
 """Reading document shards and writing outputs atomically.
 
-Readers yield ``(record_index, record)`` pairs and raise ``ShardError`` naming the file and the
-line for corrupt or truncated input; with ``on_error="skip"`` bad lines are counted instead.
+``iter_records`` yields ``(line, record)`` pairs (the 1-based line of a JSON-lines file, the 1-based
+row of a Parquet file) and raises ``ShardError`` naming the file and the line for corrupt or
+truncated input; with ``on_error="skip"`` bad lines are counted instead, and a shard that cannot be
+read to its end is one error that says how many documents were read before it.
 Writers write to a temporary file in the target folder and ``os.replace`` it, so an interrupted
-run never leaves a half-written output behind.
+run never leaves a half-written output behind; a write that fails (no permission, disk full)
+raises ``OutputError`` naming the path.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from fairstream.errors import ShardError
+from fairstream.errors import OutputError, ShardError, option
 
 logger = logging.getLogger(__name__)
 
@@ -36,22 +39,69 @@ def check_on_error(on_error: str) -> None:
 SHARD_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".parquet")
 
 
+class Skipped(str):
+    """A skip message (a plain ``str`` for callers) that also says what was lost.
+
+    ``reason`` is ``"bad-record"`` (one line) or ``"unreadable-shard"`` (the rest of a file).
+    """
+
+    reason: str
+
+    def __new__(cls, message: str, reason: str = "bad-record") -> Skipped:
+        """The message ``message`` tagged with ``reason``."""
+        obj = super().__new__(cls, message)
+        obj.reason = reason
+        return obj
+
+
 def list_shards(inputs: Iterable[str | Path]) -> list[Path]:
-    """Expand files and folders into a sorted list of shard files."""
+    """Expand files and folders into a list of shard files (each folder's sorted; each file once)."""
     shards: list[Path] = []
+    seen: set[Path] = set()
+    inputs = list(inputs)
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            shards.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(SHARD_SUFFIXES))
-            )
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(SHARD_SUFFIXES))
         elif path.is_file():
-            shards.append(path)
+            found = [path]
         else:
             raise ShardError(f"{path}: no such file or folder")
+        for p in found:
+            if p.resolve() not in seen:
+                seen.add(p.resolve())
+                shards.append(p)
     if not shards:
         raise ShardError(f"no shards ({', '.join(SHARD_SUFFIXES)}) found in {[str(i) for i in inputs]}")
     return shards
+
+
+def relative_names(shards: Iterable[str | Path]) -> list[Path]:
+    """Each shard's path relative to the shards' common folder: distinct files get distinct names.
+
+    ``a/000.jsonl.gz`` and ``b/000.jsonl.gz`` keep their folders; a single shard is its file name.
+    """
+    resolved = [Path(s).resolve() for s in shards]
+    if not resolved:
+        return []
+    root = Path(os.path.commonpath([p.parent for p in resolved]))
+    return [p.relative_to(root) for p in resolved]
+
+
+def iter_records(
+    path: str | Path, *, on_error: OnError = "raise", skipped: list[str] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line, record)`` of a ``.jsonl``, ``.jsonl.gz``/``.json.gz`` or ``.parquet`` shard.
+
+    ``line`` is 1-based (the row for Parquet). Corrupt lines, non-object lines and shards that end
+    early raise ``ShardError`` with the file and line, or, with ``on_error="skip"``, are logged and
+    appended to ``skipped`` (as ``Skipped`` messages).
+    """
+    check_on_error(on_error)
+    if str(path).endswith(".parquet"):
+        yield from _parquet_records(Path(path), on_error, skipped)
+    else:
+        yield from _jsonl_records(Path(path), on_error, skipped)
 
 
 def read_jsonl(
@@ -63,9 +113,15 @@ def read_jsonl(
     and line number, or, with ``on_error="skip"``, are logged and appended to ``skipped``.
     """
     check_on_error(on_error)
-    path = Path(path)
+    for _, record in _jsonl_records(Path(path), on_error, skipped):
+        yield record
+
+
+def _jsonl_records(
+    path: Path, on_error: OnError, skipped: list[str] | None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     opener = gzip.open if path.name.endswith(".gz") else open
-    lineno = 0
+    lineno = n_read = 0
     try:
         with opener(path, "rb") as raw:
             for raw_line in raw:
@@ -95,87 +151,168 @@ def read_jsonl(
                         skipped,
                     )
                     continue
-                yield obj
+                n_read += 1
+                yield lineno, obj
     except FileNotFoundError:
         raise ShardError(f"{path}: file not found") from None
     except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
         _bad(
             f"{path}: corrupt or truncated after line {lineno} ({type(exc).__name__}: {exc}); "
-            "re-download or regenerate the shard",
+            f"{n_read} documents were read, the rest of the file is lost: re-download or regenerate it",
             on_error,
             skipped,
+            reason="unreadable-shard",
         )
 
 
-def _bad(message: str, on_error: OnError, skipped: list[str] | None) -> None:
-    if on_error == "raise":
-        raise ShardError(message + "; pass on_error='skip' to count and skip bad records")
-    logger.warning("skipping: %s", message)
-    if skipped is not None:
-        skipped.append(message)
-
-
-def read_parquet(path: str | Path, columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
-    """Yield the rows of a Parquet file as dicts, batch by batch."""
+def _parquet_records(
+    path: Path, on_error: OnError, skipped: list[str] | None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     import pyarrow.parquet as pq
 
+    if not path.is_file():
+        raise ShardError(f"{path}: file not found")
+    row = 0
     try:
-        pf = pq.ParquetFile(path)
-        for batch in pf.iter_batches(columns=columns):
-            yield from batch.to_pylist()
+        for batch in pq.ParquetFile(path).iter_batches():
+            for record in batch.to_pylist():
+                row += 1
+                yield row, record
     except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
-        raise ShardError(f"{path}: unreadable Parquet ({type(exc).__name__}: {exc})") from exc
+        _bad(
+            f"{path}: unreadable Parquet after row {row} ({type(exc).__name__}: {exc}); "
+            f"{row} documents were read, the rest of the file is lost: re-download or regenerate it",
+            on_error,
+            skipped,
+            reason="unreadable-shard",
+        )
+
+
+def _bad(message: str, on_error: OnError, skipped: list[str] | None, reason: str = "bad-record") -> None:
+    if on_error == "raise":
+        raise ShardError(f"{message}; pass {option('on_error', 'skip')} to count and skip bad records")
+    logger.warning("skipping: %s", message)
+    if skipped is not None:
+        skipped.append(Skipped(message, reason))
+
+
+def read_parquet(
+    path: str | Path, *, on_error: OnError = "raise", skipped: list[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield the rows of a Parquet file as dicts, batch by batch (``on_error`` as in ``iter_records``)."""
+    check_on_error(on_error)
+    for _, record in _parquet_records(Path(path), on_error, skipped):
+        yield record
 
 
 def read_documents(
     path: str | Path, *, on_error: OnError = "raise", skipped: list[str] | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Yield records of any supported shard format."""
-    name = str(path)
-    if name.endswith(".parquet"):
-        yield from read_parquet(path)
-    else:
-        yield from read_jsonl(path, on_error=on_error, skipped=skipped)
+    """Yield records of any supported shard format (``iter_records`` without the line numbers)."""
+    for _, record in iter_records(path, on_error=on_error, skipped=skipped):
+        yield record
+
+
+TEMP_SUFFIX = ".tmp"
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` of writing ``path`` into one ``OutputError`` naming the path and the problem."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise _output_error(path, exc) from exc
+
+
+def _output_error(path: Path, exc: OSError) -> OutputError:
+    return OutputError(f"{path}: cannot write ({exc.strerror or exc})")
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
-    """Open a temporary file beside ``path``; on success it replaces ``path`` atomically."""
+    """Open a temporary file beside ``path``; on success it replaces ``path`` atomically.
+
+    Failures to create, flush or move the file raise ``OutputError`` naming ``path``; writes in the
+    body go through ``write_json``/``write_jsonl`` (or the caller's own handling).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with _writing(path):
+        if path.is_dir():
+            raise OutputError(f"{path}: is a folder, cannot write a file there")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are meant to be shared
-        os.replace(tmp, path)
+            with _writing(path):
+                f.flush()
+                os.fsync(f.fileno())
+        with _writing(path):
+            os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are meant to be shared
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
 
 
+def remove_temp_files(folder: str | Path) -> list[Path]:
+    """Delete the temporary files that ``atomic_write`` leaves when a run is killed; returns them."""
+    removed = []
+    for p in Path(folder).rglob(f".*{TEMP_SUFFIX}"):
+        if p.is_file():
+            p.unlink()
+            removed.append(p)
+    return removed
+
+
 def write_json(path: str | Path, obj: Any) -> None:
     """Write ``obj`` as indented JSON, atomically."""
-    with atomic_write(path) as f:
+    with atomic_write(path) as f, _writing(Path(path)):
         json.dump(obj, f, indent=2, ensure_ascii=False)
         f.write("\n")
 
 
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
-    """Write records as JSON lines (gzip if the name ends in ``.gz``), atomically; returns the count."""
-    n = 0
+    """Write records as JSON lines (gzip if the name ends in ``.gz``), atomically; returns the count.
+
+    Only write failures become ``OutputError``: an error raised by ``records`` passes unchanged.
+    """
     path = Path(path)
-    if path.name.endswith(".gz"):
-        with atomic_write(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+    n = 0
+    with atomic_write(path, "wb") as raw:
+        out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.name.endswith(".gz") else raw
+        try:
             for rec in records:
-                gz.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
+                line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
+                try:
+                    out.write(line)
+                except OSError as exc:
+                    raise _output_error(path, exc) from exc
                 n += 1
-        return n
-    with atomic_write(path) as f:
-        for rec in records:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            n += 1
+        finally:
+            if out is not raw:
+                with _writing(path):
+                    out.close()
     return n
+
+
+def write_parquet(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Write records as one Parquet table (columns inferred from the records), atomically."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = list(records)
+    with atomic_write(path, "wb") as f, _writing(Path(path)):
+        pq.write_table(pa.Table.from_pylist(rows), f)
+    return len(rows)
+
+
+def write_documents(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Write records in the format the name says (``.parquet``, else JSON lines); returns the count."""
+    if str(path).endswith(".parquet"):
+        return write_parquet(path, records)
+    return write_jsonl(path, records)

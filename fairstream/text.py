@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-from fairstream.errors import FairStreamError, InvalidDocumentError
+from fairstream.errors import FairStreamError, InvalidDocumentError, option
 
 logger = logging.getLogger(__name__)
 
@@ -42,25 +42,28 @@ def coerce_text(value: Any, *, where: str, max_chars: int | None = DEFAULT_MAX_D
             text = bytes(value).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidDocumentError(
-                f"{where}: bytes are not valid UTF-8 ({exc.reason} at byte {exc.start}); decode them "
-                "with the right encoding first, or pass on_error='skip' to count and skip such records",
+                f"{where}: bytes are not valid UTF-8 ({exc.reason} at byte {exc.start})",
                 reason="invalid-utf8",
+                fix="decode them with the right encoding first, or pass "
+                f"{option('on_error', 'skip')} to count and skip such records",
             ) from None
     elif value is None:
         raise InvalidDocumentError(
-            f"{where}: text is None; fix the record or pass on_error='skip'", reason="none"
+            f"{where}: text is None",
+            reason="none",
+            fix=f"fix the record or pass {option('on_error', 'skip')}",
         )
     else:
         raise InvalidDocumentError(
-            f"{where}: text must be str or UTF-8 bytes, got {type(value).__name__}; "
-            "fix the record or pass on_error='skip'",
+            f"{where}: text must be str or UTF-8 bytes, got {type(value).__name__}",
             reason="not-a-string",
+            fix=f"fix the record or pass {option('on_error', 'skip')}",
         )
     if max_chars is not None and len(text) > max_chars:
         raise InvalidDocumentError(
-            f"{where}: document has {len(text):,} characters, more than max_doc_chars={max_chars:,}; "
-            "raise max_doc_chars (None disables the limit) or pass on_error='skip'",
+            f"{where}: document has {len(text):,} characters, more than the limit of {max_chars:,}",
             reason="too-large",
+            fix=f"raise {option('max_doc_chars')} or pass {option('on_error', 'skip')}",
         )
     return text
 
@@ -119,7 +122,7 @@ class SentenceSplitter:
         except TimeoutError as exc:  # NLTK's regex time limit on pathological input
             raise FairStreamError(
                 f"sentence splitting of a {len(text):,}-character block timed out in NLTK ({exc}); "
-                "such input is usually broken extraction: skip the document (on_error='skip')"
+                f"such input is usually broken extraction: skip the document ({option('on_error', 'skip')})"
             ) from None
 
     def split(self, text: str) -> list[str]:

@@ -224,6 +224,93 @@ def test_hf_datasets_streaming_source(tiny_model, shared_dir: Path, tmp_path: Pa
     ]
 
 
+def write_id_files(folder: Path, n_files: int, n_docs: int = 60) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "Many Mexican families opened bakeries in the valley and sold bread to the neighbours there."
+    files = []
+    for f in range(n_files):
+        path = folder / f"part-{f}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"{f}-{i}", "text": text}) + "\n" for i in range(n_docs)))
+        files.append(str(path))
+    return files
+
+
+@pytest.mark.parametrize("n_files", [1, 3])
+@pytest.mark.parametrize("num_workers", [1, 2, 4])
+def test_hf_streaming_source_under_workers_every_document_once(tiny_model, tmp_path, n_files, num_workers):
+    """The README recipe: a datasets IterableDataset splits itself between workers; it is not split twice."""
+    datasets = pytest.importorskip("datasets")
+    files = write_id_files(tmp_path, n_files)
+    ids_in = Counter(json.loads(line)["id"] for f in files for line in Path(f).read_text().splitlines())
+    ds = datasets.load_dataset("json", data_files=files, split="train", streaming=True)
+    loader = DataLoader(make(tiny_model, ds, cap=1.0, lookahead=8), batch_size=None, num_workers=num_workers)
+    assert Counter(o["id"] for o in loader) == ids_in
+    # torchdata nodes around it are seen through
+    nodes = pytest.importorskip("torchdata.nodes")
+    wrapped = nodes.IterableWrapper(ds)
+    loader = DataLoader(
+        make(tiny_model, wrapped, cap=1.0, lookahead=8), batch_size=None, num_workers=num_workers
+    )
+    assert Counter(o["id"] for o in loader) == ids_in
+
+
+def test_hf_source_split_by_node_is_not_split_by_rank_again(tiny_model, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    from datasets.distributed import split_dataset_by_node
+
+    files = write_id_files(tmp_path, 2, n_docs=20)
+    ds = datasets.load_dataset("json", data_files=files, split="train", streaming=True)
+    parts = [
+        [
+            o["id"]
+            for o in make(
+                tiny_model, split_dataset_by_node(ds, rank=r, world_size=2), cap=1.0, rank=r, world_size=2
+            )
+        ]
+        for r in range(2)
+    ]
+    assert sorted(parts[0] + parts[1]) == sorted(f"{f}-{i}" for f in range(2) for i in range(20))
+
+
+def test_dict_or_string_source_is_refused(tiny_model):
+    with pytest.raises(TypeError, match=r"source is a dict, not an iterable of documents.*\[doc\]"):
+        make(tiny_model, {"id": "a", "text": "some text"})
+    with pytest.raises(TypeError, match="source is a str"):
+        make(tiny_model, "some text")
+
+
+@pytest.mark.parametrize("bad_at", [0, 5, 15, 16, 17])
+def test_raise_yields_every_document_before_the_bad_one(tiny_model, bad_at):
+    docs = [
+        {"id": str(i), "text": f"Document {i} talks about the weather and nothing else."} for i in range(30)
+    ]
+    docs[bad_at] = {"id": "bad", "text": None}
+    stream = make(tiny_model, docs, cap=1.0, lookahead=16)
+    got = []
+    with pytest.raises(InvalidDocumentError, match=rf"document {bad_at} \(id='bad'\)"):
+        for o in stream:
+            got.append(o["id"])
+    assert got == [str(i) for i in range(bad_at)]
+    # the state points at the bad document: nothing after it was counted as read
+    assert stream.state_dict()["next_index"] == bad_at
+    assert stream.stats()["counters"].get("docs_in", 0) == bad_at
+
+
+def test_source_error_mid_window_yields_what_came_before(tiny_model):
+    from fairstream.errors import ShardError
+
+    def source():
+        for i in range(10):
+            yield {"id": str(i), "text": f"Document {i} is about the weather and nothing else at all."}
+        raise ShardError("x.jsonl.gz: corrupt or truncated after line 10")
+
+    got = []
+    with pytest.raises(ShardError, match="truncated"):
+        for o in make(tiny_model, source(), cap=1.0, lookahead=16):
+            got.append(o["id"])
+    assert got == [str(i) for i in range(10)]
+
+
 def test_bad_input_raises_with_index_and_id_or_is_counted(tiny_model):
     good = "A plain sentence about weather without any protected words in it at all, really none."
     docs = [

@@ -7,15 +7,19 @@ that ``state_dict()`` taken between two documents restores exactly: a resumed st
 the uninterrupted one would have.
 
 Sharding: under ``DataLoader(num_workers=k)`` and DDP ranks the source is split by document index
-(document ``i`` goes to shard ``i mod (world_size * k)``), so no document is duplicated or lost
-whatever the source. Each worker runs its own cap controller over its own output; every part obeys
-the cap, and so does their union.
+(document ``i`` goes to shard ``i mod (world_size * k)``), so no document is duplicated or lost.
+A source that splits itself is not split again: a Hugging Face ``IterableDataset`` gives each
+DataLoader worker its own files (and each rank its part after ``split_dataset_by_node``), and a
+torchdata node over a ``DistributedSampler`` reads only its rank's part; such sources are seen
+through torchdata node wrappers too. Each worker runs its own cap controller over its own output;
+every part obeys the cap, and so does their union.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +27,7 @@ from typing import Any, Literal
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from fairstream.errors import InvalidDocumentError
+from fairstream.errors import InvalidDocumentError, option
 from fairstream.io import OnError, check_on_error
 from fairstream.stream.cap import CapController, UnitCounts, sentence_regard
 from fairstream.stream.stats import StreamStats
@@ -50,8 +54,10 @@ class FairStream(IterableDataset):
 
     Args:
         source: documents: dicts (the text under ``text_field``) or strings; a list, a Hugging
-            Face ``Dataset``/``IterableDataset``, a generator, any iterable. Sequences are indexed
-            directly on resume; other iterables are re-read and skipped.
+            Face ``Dataset``/``IterableDataset``, a generator, any iterable (not a dict or a
+            string). Sequences are indexed directly on resume; other iterables are re-read and
+            skipped. A source that splits itself between workers (see the module docstring) is
+            not split again; document indices are then positions within each worker's part.
         text_field: field holding the text of dict documents.
         id_field: field used to name documents in errors and annotations (optional).
         cap: kept negative share allowed per attribute (default 1%); ``1.0`` tags and counts only.
@@ -61,7 +67,8 @@ class FairStream(IterableDataset):
         seed: seed of the cap controller's generator.
         model: a ``JointModel``, model folder or ``None`` for the shipped ``joint-v2``.
         annotate: add an annotation dict to each output document under ``annotation_field``.
-        on_error: ``"raise"`` (default) or ``"skip"`` bad documents (counted in ``stats()``).
+        on_error: ``"raise"`` (default) or ``"skip"`` bad documents (counted in ``stats()``). With
+            ``"raise"`` every document before the bad one is yielded first.
         lookahead: documents read ahead to batch model calls; repeated sentences within this window
             (web boilerplate) are judged once.
         cache_size: an extra LRU cache of judged mentions across windows (0 = off). It saves model
@@ -72,6 +79,7 @@ class FairStream(IterableDataset):
         hooks: callables ``hook(original_text, annotation)`` run for every document (e.g. the
             co-occurrence sidecar's ``consume``).
         rank, world_size: DDP position; ``None`` reads ``torch.distributed`` if initialised.
+        locate: names document ``index`` in messages (e.g. ``file:line``); default ``document {index}``.
     """
 
     def __init__(
@@ -99,8 +107,15 @@ class FairStream(IterableDataset):
         hooks: Sequence[Hook] = (),
         rank: int | None = None,
         world_size: int | None = None,
+        locate: Callable[[int], str] | None = None,
     ) -> None:
         super().__init__()
+        if isinstance(source, Mapping | str | bytes):
+            raise TypeError(
+                f"source is a {type(source).__name__}, not an iterable of documents (iterating it would "
+                "give its keys or characters); pass a list of documents such as [doc], or one split of "
+                "a DatasetDict such as ds['train']"
+            )
         if granularity not in GRANULARITIES:
             raise ValueError(f"granularity={granularity!r} is not one of {GRANULARITIES}")
         check_on_error(on_error)
@@ -120,6 +135,7 @@ class FairStream(IterableDataset):
         self.lookahead = lookahead
         self.max_doc_chars = max_doc_chars
         self.hooks = list(hooks)
+        self.locate = locate
         self._rank, self._world_size = rank, world_size
         self.tagger = Tagger(
             model,
@@ -169,13 +185,16 @@ class FairStream(IterableDataset):
 
     # -- iteration ---------------------------------------------------------------------------------
     def _shard(self) -> tuple[int, int]:
+        splits_workers, splits_ranks = source_splits(self.source)
         rank, world = self._rank, self._world_size
-        if rank is None or world is None:
+        if splits_ranks:
+            rank, world = 0, 1
+        elif rank is None or world is None:
             if torch.distributed.is_available() and torch.distributed.is_initialized():
                 rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
             else:
                 rank, world = 0, 1
-        info = get_worker_info()
+        info = None if splits_workers else get_worker_info()
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         return rank * workers + worker, world * workers
 
@@ -204,16 +223,25 @@ class FairStream(IterableDataset):
         # quantization makes model outputs depend slightly on the batch they were computed in.
         local = max(0, (resume - shard + n_shards - 1) // n_shards)
         window_start = shard + (local // self.lookahead) * self.lookahead * n_shards
-        window: list[tuple[int, Any]] = []
-        for index, doc in self._indexed_source(window_start):
-            window.append((index, doc))
-            if len(window) >= self.lookahead:
+        source = self._indexed_source(window_start)
+        while True:
+            window: list[tuple[int, Any]] = []
+            try:
+                for item in source:
+                    window.append(item)
+                    if len(window) >= self.lookahead:
+                        break
+            except Exception:
+                # the source failed (e.g. a corrupt shard): emit what it gave before the error first
                 yield from self._process_window(window, n_shards, resume)
-                window = []
-        if window:
+                raise
             yield from self._process_window(window, n_shards, resume)
+            if len(window) < self.lookahead:
+                return
 
     def _process_window(self, window: list[tuple[int, Any]], n_shards: int, emit_from: int) -> Iterator[Any]:
+        if not window:
+            return
         texts: list[str | InvalidDocumentError] = [self._text_of(index, doc) for index, doc in window]
         tagged_iter = iter(self.tagger.tag_batch([t for t in texts if isinstance(t, str)]))
         # everything that changes state happens here, document by document, so that a state_dict
@@ -223,30 +251,33 @@ class FairStream(IterableDataset):
                 if isinstance(text, str):
                     next(tagged_iter)
                 continue
+            if isinstance(text, InvalidDocumentError) and self.on_error == "raise":
+                raise text  # after every document before it; the state still points at this one
             self._next_index = index + n_shards
             self._stats.counters["docs_in"] += 1
             if isinstance(text, InvalidDocumentError):
                 self._stats.skipped[text.reason] += 1
-                logger.warning("skipped %s", text)
+                logger.warning("skipped %s", text.problem)
                 continue
             out = self._emit(index, doc, text, next(tagged_iter))
             if out is not None:
                 yield out
 
     def _doc_id(self, index: int, doc: Any) -> str:
+        name = self.locate(index) if self.locate is not None else f"document {index}"
         if self.id_field and isinstance(doc, Mapping) and doc.get(self.id_field) is not None:
-            return f"document {index} (id={doc[self.id_field]!r})"
-        return f"document {index}"
+            return f"{name} (id={doc[self.id_field]!r})"
+        return name
 
     def _text_of(self, index: int, doc: Any) -> str | InvalidDocumentError:
-        """The document's text, or (with ``on_error="skip"``) the error that makes it unusable."""
+        """The document's text, or the error that makes it unusable (raised when it is reached)."""
         try:
             if isinstance(doc, Mapping):
                 if self.text_field not in doc:
                     raise InvalidDocumentError(
-                        f"{self._doc_id(index, doc)}: no field {self.text_field!r} (fields: {sorted(doc)[:10]}); "
-                        "set text_field= or pass on_error='skip'",
+                        f"{self._doc_id(index, doc)}: no field {self.text_field!r} (fields: {sorted(doc)[:10]})",
                         reason="missing-field",
+                        fix=f"set {option('text_field')} or pass {option('on_error', 'skip')}",
                     )
                 value = doc[self.text_field]
             else:
@@ -257,8 +288,6 @@ class FairStream(IterableDataset):
                 max_chars=self.max_doc_chars,
             )
         except InvalidDocumentError as exc:
-            if self.on_error == "raise":
-                raise
             return exc
 
     def _emit(self, index: int, doc: Any, text: str, tagged: TaggedDocument) -> Any:
@@ -377,6 +406,30 @@ class FairStream(IterableDataset):
             "granularity": self.granularity,
             "sentences": sentences,
         }
+
+
+def source_splits(source: Any) -> tuple[bool, bool]:
+    """Whether ``source`` splits its documents itself: ``(between DataLoader workers, between ranks)``.
+
+    A Hugging Face ``IterableDataset`` gives each worker its own files, and each rank its part once
+    ``split_dataset_by_node`` was applied; a torchdata ``SamplerWrapper`` over a
+    ``DistributedSampler`` reads only its rank's part. torchdata nodes are seen through.
+    """
+    seen: set[int] = set()
+    while id(source) not in seen:
+        seen.add(id(source))
+        hf = sys.modules.get("datasets")
+        if hf is not None and isinstance(source, hf.IterableDataset):
+            return True, getattr(source, "_distributed", None) is not None
+        if not type(source).__module__.startswith("torchdata.nodes"):
+            break
+        sampler = getattr(source, "sampler", None)
+        if isinstance(sampler, torch.utils.data.DistributedSampler):
+            return False, True
+        source = next(
+            (getattr(source, a) for a in ("iterable", "source", "root") if hasattr(source, a)), None
+        )
+    return False, False
 
 
 def remove_spans(text: str, spans: list[tuple[int, int]]) -> str:
