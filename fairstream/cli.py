@@ -373,6 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--retries", type=int, default=3)
     p.add_argument("--no-progress", action="store_true")
+
+    from fairstream.builders import cli_finetune
+
+    cli_finetune.register(add)
     return parser
 
 

@@ -1,0 +1,863 @@
+"""Exploratory-thinking SFT/DPO data from gender-swapped story pairs, and the CDA baseline.
+
+The method of Wei et al. (exploratory thinking for gender-bias mitigation), on the chat backends
+of ``fairstream annotate`` (an OpenAI-compatible server or a local transformers model):
+
+1. **Story pairs.** The model writes a moral-dilemma story twice, with a male and a female main
+   character (``STORY_PAIR_PROMPT``; each attempt gets a seeded setting, theme and pair of names,
+   so a greedy model still writes different stories), or pairs are read from a file
+   (``--stories``). ``parse_story_pair`` reads them from messy replies.
+2. **ROUGE filter.** A pair is kept when the ROUGE-1 F (Porter-stemmed, ``rouge-score``) of its
+   two stories lies in ``[0.80, 0.95]``: similar enough to differ only in gender, not identical.
+3. **Stances.** The model gives a stance (Moral / Immoral / Both / Can't say) and an explanation
+   for each story separately; a pair is kept when the two stances differ (the model was biased).
+4. **Exploratory judgment.** The model writes one balanced judgment that explores both views and
+   fits both stories; it must name neither character and use no gendered word.
+
+Every attempt appends one line (kept, or rejected with its reason) to ``pairs.jsonl`` in the
+output folder, flushed item by item: a rerun resumes after the last finished attempt and never
+duplicates one. The training files are then rebuilt from the kept pairs, atomically:
+
+* ``sft.jsonl`` ``{"prompt", "completion"}`` and ``sft_messages.jsonl`` ``{"messages"}``: each story
+  with the exploratory judgment (TRL ``SFTTrainer``'s prompt-completion / conversational formats);
+* ``dpo.jsonl`` ``{"prompt", "chosen", "rejected"}`` and ``dpo_messages.jsonl`` (conversational):
+  chosen = the exploratory judgment, rejected = the model's original biased judgment;
+* ``cda.jsonl`` / ``cda_messages.jsonl``: the counterfactual-augmentation baseline, each story with
+  its own original judgment and with the other story's judgment, gender-swapped to fit it;
+* ``stats.json``: attempts, kept pairs, rejections by reason, settings.
+
+Every training record carries ``provenance`` (``records.with_provenance``): source item, model,
+prompt version, seed, side. GenMO is an evaluation set: building from it is refused unless
+``allow_eval_data`` is set (for testing the pipeline), and such records are marked.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import logging
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fairstream.annotate import RAW_SEPARATOR, ChatBackend, Message, prepare_output
+from fairstream.builders.genmo import STANCES, ask_stance, is_option_line
+from fairstream.builders.records import with_provenance, write_records
+from fairstream.errors import FairStreamError, MissingDependencyError, ShardError, option
+
+logger = logging.getLogger(__name__)
+
+PROMPT_VERSION = "exploratory-v1"
+BUILDER = "exploratory-sft"
+ROUGE_RANGE = (0.80, 0.95)
+CHECKPOINT = "pairs.jsonl"
+REJECTION_REASONS = (
+    "pair_unparsed",
+    "rouge_out_of_range",
+    "duplicate_story",
+    "stance_unparsed",
+    "same_stance",
+    "judgment_unparsed",
+    "judgment_not_neutral",
+)
+OUTPUT_FILES = ("sft", "sft_messages", "dpo", "dpo_messages", "cda", "cda_messages")
+SETTINGS = ("at work", "in a romantic relationship", "in a family", "among friends or neighbours")
+THEMES = (
+    "keeping money found on the street",
+    "lying to spare a friend's feelings",
+    "breaking a promise to help someone in need",
+    "reporting a colleague's mistake",
+    "taking credit for shared work",
+    "skipping a family event for a career chance",
+    "reading a partner's messages",
+    "refusing to lend money to a relative",
+    "leaving a job without notice",
+    "covering for a friend who cheated",
+    "ending a friendship over politics",
+    "asking a partner to move for one's own job",
+    "spending shared savings on a hobby",
+    "quitting a team just before a big match",
+    "telling a child a hard truth",
+    "ignoring calls while at work",
+    "waiting for a late friend instead of leaving",
+    "returning a gift one did not like",
+    "downloading a film without paying",
+    "letting a parent pay for a wedding",
+    "posting a photo of a friend without asking",
+    "choosing a pet over a partner's allergy",
+    "taking the last seat on a crowded bus",
+    "applying for the job a friend wanted",
+)
+MALE_NAMES = ("James", "Daniel", "Omar", "Luis", "Kenji", "Samuel", "Ravi", "Peter", "Tom", "Ahmed")
+FEMALE_NAMES = ("Emma", "Sofia", "Aisha", "Maria", "Yuki", "Grace", "Priya", "Hannah", "Lucy", "Fatima")
+
+STORY_PAIR_PROMPT = """\
+Write one short story (three to five sentences) twice. The two versions must be identical except \
+for the gender of the main character: in the first the main character is a man called \
+{male_name}, in the second a woman called {female_name}. Change only the name and the gendered \
+words (he/she, his/her, husband/wife, ...); keep every other word the same.
+The story takes place {setting} and is about {theme}. The main character's action should be \
+morally ambiguous: some would call it moral, others immoral. Do not judge it.
+
+Output format:
+Male Story: [the story with {male_name}]
+Male Main Character: {male_name}
+Female Story: [the same story with {female_name}]
+Female Main Character: {female_name}"""
+
+STORY_RETRY_PROMPT = """\
+Please give the two versions of the story again in exactly this format:
+Male Story: [...]
+Male Main Character: [name]
+Female Story: [...]
+Female Main Character: [name]"""
+
+JUDGMENT_PROMPT = """\
+Two readers judged the two stories below, which are identical except for the gender of the \
+main character, and reached different stances.
+
+Story 1: {story_a}
+Stance: {stance_a}
+Explanation: {explanation_a}
+
+Story 2: {story_b}
+Stance: {stance_b}
+Explanation: {explanation_b}
+
+Write one balanced judgment of the main character's action that explores both views: what makes \
+it moral, what makes it immoral, and when each view holds. It must fit both stories equally. \
+Call the protagonist only "the main character": use no names and no gendered words (he, she, \
+his, her, man, woman, ...).
+
+Output format:
+Judgment: [your balanced, gender-neutral judgment]"""
+
+JUDGMENT_RETRY_PROMPT = 'Please reply with one paragraph that starts with "Judgment:".'
+
+SFT_QUESTION = "Is the main character's action moral or immoral? Explain your judgment."
+
+# words that give a protagonist's gender away; the judgment must use none of them
+GENDERED_WORDS = frozenset(
+    """he she him her his hers himself herself man woman men women boy girl boys girls male female
+    mr mrs ms miss sir madam lady ladies gentleman gentlemen guy husband wife husbands wives
+    boyfriend girlfriend father mother dad mom mum son daughter brother sister uncle aunt nephew
+    niece king queen grandfather grandmother grandson granddaughter fiance fiancee""".split()
+)
+# for the CDA swap of words the two stories do not show (both directions; "her" -> "his"/"him"
+# is settled by what the stories show, else "his")
+SWAP_WORDS = {
+    "he": "she",
+    "him": "her",
+    "his": "her",
+    "himself": "herself",
+    "man": "woman",
+    "men": "women",
+    "boy": "girl",
+    "boys": "girls",
+    "male": "female",
+    "mr": "ms",
+    "husband": "wife",
+    "boyfriend": "girlfriend",
+    "father": "mother",
+    "dad": "mom",
+    "son": "daughter",
+    "brother": "sister",
+    "uncle": "aunt",
+    "nephew": "niece",
+    "king": "queen",
+    "gentleman": "lady",
+    "grandfather": "grandmother",
+    "grandson": "granddaughter",
+}
+
+
+class BuilderConfigError(FairStreamError, ValueError):
+    """A bad argument or input file; the message names it and what is allowed."""
+
+
+# -- parsing --------------------------------------------------------------------------------------
+@dataclass
+class StoryPair:
+    """The two versions of a story; names are ``None`` when they could not be found."""
+
+    male_story: str
+    female_story: str
+    male_name: str | None = None
+    female_name: str | None = None
+
+
+_MARKDOWN = re.compile(r"[*`#~]+|(?<!\w)_{2,}|_{2,}(?!\w)")
+_HEADERS = {
+    "male_name": r"\bmale\s+(?:main\s+)?(?:character|protagonist)(?:'s)?(?:\s+name)?",
+    "female_name": r"\bfemale\s+(?:main\s+)?(?:character|protagonist)(?:'s)?(?:\s+name)?",
+    "male_story": r"\bmale\s+(?:story|version)(?:\s*\([^)\n]{0,30}\))?",
+    "female_story": r"\bfemale\s+(?:story|version)(?:\s*\([^)\n]{0,30}\))?",
+    "other": r"\b(?:stance|explanation|note)",
+}
+_HEADER = re.compile(
+    r"(?:^|\n)[ \t>\-\d.)]*(?:"
+    + "|".join(f"(?P<{k}>{v})" for k, v in _HEADERS.items())
+    + r")[ \t]*[:\-–—]?[ \t]*",
+    re.IGNORECASE,
+)
+_PLACEHOLDER = re.compile(r"^\[[^\]]*\]$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+
+
+def _clean(text: str) -> str:
+    text = " ".join(text.split()).strip().strip("\"'“”[]").strip()
+    return "" if _PLACEHOLDER.match(text) else text
+
+
+def parse_story_pair(reply: str | None) -> StoryPair | None:
+    """Read the male and female stories (and names) out of a model reply; ``None`` if absent.
+
+    Headers ("Male Story:", "**Female Version:**", "Male Main Character:", ...) may carry markdown,
+    numbering and any case; a story runs to the next header. A story under eight words, an echoed
+    placeholder, or two identical stories give ``None``. Names missing from the reply are taken from
+    where the two stories differ (the capitalised words swapped between them).
+    """
+    if not reply:
+        return None
+    text = _MARKDOWN.sub("", reply)
+    parts: dict[str, str] = {}
+    matches = list(_HEADER.finditer(text))
+    if not matches:
+        return None
+    for m, nxt in zip(matches, [*matches[1:], None], strict=True):
+        kind = m.lastgroup
+        if kind is None or kind == "other" or kind in parts:
+            continue
+        parts[kind] = text[m.end() : nxt.start() if nxt is not None else len(text)]
+    male, female = _clean(parts.get("male_story", "")), _clean(parts.get("female_story", ""))
+    if len(male.split()) < 8 or len(female.split()) < 8 or male == female:
+        return None
+    names = {k: _name(parts.get(k, "")) for k in ("male_name", "female_name")}
+    if names["male_name"] is None or names["female_name"] is None:
+        inferred = infer_names(male, female)
+        names = {k: names[k] or v for k, v in zip(("male_name", "female_name"), inferred, strict=True)}
+    return StoryPair(male, female, names["male_name"], names["female_name"])
+
+
+def _name(raw: str) -> str | None:
+    line = _clean(raw.strip().split("\n")[0] if raw.strip() else "").strip(" .,:;")
+    words = line.split()
+    if not words or len(words) > 3 or not all(w[:1].isupper() for w in words):
+        return None
+    return line
+
+
+def word_swaps(a: str, b: str) -> list[tuple[str, str]]:
+    """The one-for-one word replacements that turn story ``a`` into story ``b`` (difflib alignment)."""
+    wa, wb = _WORD.findall(a), _WORD.findall(b)
+    swaps: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
+        if op == "replace" and i2 - i1 == j2 - j1:
+            swaps.extend(zip(wa[i1:i2], wb[j1:j2], strict=True))
+    return swaps
+
+
+def infer_names(male_story: str, female_story: str) -> tuple[str | None, str | None]:
+    """The protagonists' names: the most frequent capitalised, non-gendered word swap of the stories."""
+    counts = Counter(
+        (x, y)
+        for x, y in word_swaps(male_story, female_story)
+        if x[:1].isupper()
+        and y[:1].isupper()
+        and x.lower() not in GENDERED_WORDS
+        and y.lower() not in GENDERED_WORDS
+    )
+    if not counts:
+        return None, None
+    (x, y), _ = counts.most_common(1)[0]
+    return x, y
+
+
+_JUDGMENT = re.compile(
+    r"(?:(?:neutral|balanced|exploratory|updated)\s+)?judg(?:e)?ment\s*[:\-–—]\s*", re.IGNORECASE
+)
+
+
+def parse_judgment(reply: str | None) -> str | None:
+    """The exploratory judgment of a reply: the text after "Judgment:", else the whole reply.
+
+    ``None`` when it has under eight words, is the prompt's placeholder echoed, or loops (fewer
+    than 30% distinct words).
+    """
+    if not reply:
+        return None
+    text = _MARKDOWN.sub("", reply)
+    matches = list(_JUDGMENT.finditer(text))
+    if matches:
+        text = text[matches[-1].end() :]
+    judgment = _clean(text)
+    words = [w.lower() for w in _WORD.findall(judgment)]
+    if "your balanced" in judgment.lower() or len(words) < 8:
+        return None
+    if len(set(words)) < 0.3 * len(words):  # a small model looping on a few words
+        return None
+    return judgment
+
+
+def gendered_terms(text: str, names: Sequence[str | None] = ()) -> list[str]:
+    """The gendered words and the given names that occur in ``text`` (case-insensitive, sorted)."""
+    words = {w.lower().strip("'’-") for w in _WORD.findall(text)}
+    words |= {w[:-2] for w in words if w.endswith(("'s", "’s"))}
+    found = words & GENDERED_WORDS
+    found |= {n for n in names if n and n.lower() in words}
+    return sorted(found, key=str.lower)
+
+
+# -- ROUGE ------------------------------------------------------------------------------------------
+@functools.cache
+def _rouge_scorer() -> Any:
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the ROUGE filter needs rouge-score ({exc}); install it with: pip install 'fairstream[train]'"
+        ) from exc
+    return rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
+
+
+def rouge1_f(a: str, b: str) -> float:
+    """ROUGE-1 F-measure of two texts, Porter-stemmed (the paper's ``rouge_score`` setting)."""
+    return float(_rouge_scorer().score(a, b)["rouge1"].fmeasure)
+
+
+def in_rouge_range(score: float, bounds: tuple[float, float] = ROUGE_RANGE) -> bool:
+    """Whether ``score`` lies in the closed interval ``bounds`` (the paper keeps 0.80 <= F <= 0.95)."""
+    return bounds[0] <= score <= bounds[1]
+
+
+# -- the CDA swap -----------------------------------------------------------------------------------
+def swap_map(source_story: str, target_story: str) -> dict[str, str]:
+    """Lowercase word map from one story's gender to the other's.
+
+    The stories' own swaps come first (names, pronouns, side characters), then ``SWAP_WORDS`` in
+    both directions for words the stories do not show.
+    """
+    mapping: dict[str, Counter[str]] = {}
+    for x, y in word_swaps(source_story, target_story):
+        if x.lower() != y.lower():
+            mapping.setdefault(x.lower(), Counter())[y.lower()] += 1
+    out = {k: c.most_common(1)[0][0] for k, c in mapping.items()}
+    both = {**SWAP_WORDS, **{v: k for k, v in SWAP_WORDS.items()}, "her": "his", "hers": "his"}
+    for k, v in both.items():
+        out.setdefault(k, v)
+    return out
+
+
+def swap_text(text: str, mapping: dict[str, str]) -> str:
+    """``text`` with every word in ``mapping`` replaced, keeping its capitalisation."""
+
+    def repl(m: re.Match[str]) -> str:
+        word = m.group(0)
+        new = mapping.get(word.lower())
+        if new is None:
+            return word
+        if word.isupper() and len(word) > 1:
+            return new.upper()
+        return new[:1].upper() + new[1:] if word[:1].isupper() else new
+
+    return re.sub(r"[A-Za-z]+", repl, text)
+
+
+# -- items ----------------------------------------------------------------------------------------
+@dataclass
+class Side:
+    """One story of a pair with the model's stance and the judgments."""
+
+    story: str
+    character_name: str | None = None
+    stance: str | None = None
+    explanation: str | None = None
+    neutral_explanation: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The paper's per-side record (``story``, ``character_name``, ``stance``, ...)."""
+        return {
+            "story": self.story,
+            "character_name": self.character_name,
+            "stance": self.stance,
+            "explanation": self.explanation,
+            "neutral_explanation": self.neutral_explanation,
+        }
+
+
+@dataclass
+class Item:
+    """One attempt: a prompt to generate a pair from, or a pair read from a file."""
+
+    uid: str
+    source: str
+    prompt: str | None = None
+    hints: dict[str, str] = field(default_factory=dict)
+    male: Side | None = None
+    female: Side | None = None
+    eval_set: str | None = None
+
+
+def generation_item(index: int, seed: int) -> Item:
+    """The ``index``-th generation attempt: setting, theme and names drawn from ``(seed, index)``."""
+    rng = np.random.default_rng([seed, index])
+    hints = {
+        "setting": SETTINGS[int(rng.integers(len(SETTINGS)))],
+        "theme": THEMES[int(rng.integers(len(THEMES)))],
+        "male_name": MALE_NAMES[int(rng.integers(len(MALE_NAMES)))],
+        "female_name": FEMALE_NAMES[int(rng.integers(len(FEMALE_NAMES)))],
+    }
+    return Item(
+        uid=f"gen-{index}", source=f"generated:{index}", prompt=STORY_PAIR_PROMPT.format(**hints), hints=hints
+    )
+
+
+def _looks_like_genmo(path: Path, rec: dict[str, Any]) -> bool:
+    return "genmo" in path.name.lower() or ({"male_story", "female_story", "environment"} <= set(rec))
+
+
+def read_story_items(path: str | Path, *, allow_eval_data: bool = False) -> list[Item]:
+    """Story pairs from a file (a JSON list, or JSON lines).
+
+    Records are GenMO-style ``{"male_story", "female_story"}`` or the paper's ``{"male": {"story",
+    "character_name", ...}, "female": ...}``; stances, explanations and neutral explanations found
+    there are used, not asked again.
+
+    Raises:
+        ShardError: A record lacks the stories; the message names ``file`` and the record.
+        BuilderConfigError: The file is the GenMO evaluation set and ``allow_eval_data`` is off.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ShardError(f"{path}: stories file not found")
+    if path.suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ShardError(f"{path}: not a JSON file ({exc}); give a JSON list or JSON lines") from None
+        if not isinstance(data, list):
+            raise ShardError(f"{path}: expected a JSON list of story pairs, got {type(data).__name__}")
+        records: list[Any] = data
+    else:
+        from fairstream.io import read_jsonl
+
+        records = list(read_jsonl(path))
+    items = []
+    for i, rec in enumerate(records):
+        where = f"{path}: pair {i}"
+        if not isinstance(rec, dict):
+            raise ShardError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+        sides = []
+        for gender in ("male", "female"):
+            nested = rec.get(gender)
+            if isinstance(nested, dict):
+                side = Side(
+                    story=nested.get("story") or "",
+                    character_name=nested.get("character_name"),
+                    stance=nested.get("stance"),
+                    explanation=nested.get("explanation"),
+                    neutral_explanation=nested.get("neutral_explanation"),
+                )
+            else:
+                side = Side(story=rec.get(f"{gender}_story") or "", character_name=rec.get(f"{gender}_name"))
+            if not isinstance(side.story, str) or not side.story.strip():
+                raise ShardError(
+                    f"{where}: needs a non-empty '{gender}_story' (or '{gender}': {{'story': ...}})"
+                )
+            if side.stance is not None and side.stance not in STANCES:
+                raise ShardError(f"{where}: {gender} stance {side.stance!r} is not one of {STANCES}")
+            sides.append(side)
+        eval_set = "GenMO" if _looks_like_genmo(path, rec) else None
+        if eval_set and not allow_eval_data:
+            raise BuilderConfigError(
+                f"{path} looks like the GenMO evaluation set, which must never be used for training; "
+                "pass --allow-eval-data only to test the pipeline (the records are marked eval_set=GenMO)"
+            )
+        key = rec.get("id", i)
+        items.append(
+            Item(
+                uid=f"{path.name}:{key}",
+                source=f"{path.name}:{key}",
+                male=sides[0],
+                female=sides[1],
+                eval_set=eval_set,
+            )
+        )
+    return items
+
+
+# -- the builder --------------------------------------------------------------------------------------
+class ExploratoryBuilder:
+    """Runs the four steps on items and appends one checkpoint line per item.
+
+    Args:
+        backend: The chat model (``fairstream.annotate.make_backend``); ``None`` works only for
+            story files that already carry stances, explanations and neutral explanations.
+        seed: Seeds the per-attempt setting, theme and names (written into the provenance).
+        retries: Follow-ups of a reply that cannot be parsed.
+        rouge_range: Closed interval of ROUGE-1 F a pair must fall in.
+        require_neutral: Reject judgments that use a gendered word or a character's name.
+    """
+
+    def __init__(
+        self,
+        backend: ChatBackend | None,
+        *,
+        seed: int = 0,
+        retries: int = 1,
+        rouge_range: tuple[float, float] = ROUGE_RANGE,
+        require_neutral: bool = True,
+    ) -> None:
+        lo, hi = rouge_range
+        if not 0 <= lo <= hi <= 1:
+            raise BuilderConfigError(
+                f"ROUGE bounds {rouge_range!r} (--rouge-min, --rouge-max) must satisfy 0 <= min <= max <= 1"
+            )
+        if retries < 0:
+            raise BuilderConfigError(f"{option('retries', retries)} must be >= 0")
+        self.backend, self.seed, self.retries = backend, seed, retries
+        self.rouge_range, self.require_neutral = (lo, hi), require_neutral
+        self.seen_stories: set[str] = set()
+
+    @property
+    def model_id(self) -> str | None:
+        """The model written into the provenance (``None`` without a backend)."""
+        return None if self.backend is None else self.backend.model_id
+
+    def _need_backend(self, what: str) -> ChatBackend:
+        if self.backend is None:
+            raise BuilderConfigError(f"{what} needs a model: pass --backend and --model")
+        return self.backend
+
+    def _ask(self, prompt: str, retry: str, parse: Callable[[str], Any]) -> tuple[Any, str]:
+        backend = self._need_backend("generation")
+        messages: list[Message] = [{"role": "user", "content": prompt}]
+        reply = backend.chat(messages)
+        replies = [reply]
+        value = parse(reply)
+        for _ in range(self.retries):
+            if value is not None:
+                break
+            messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": retry}]
+            reply = backend.chat(messages)
+            replies.append(reply)
+            value = parse(reply)
+        return value, RAW_SEPARATOR.join(replies)
+
+    def process(self, item: Item) -> dict[str, Any]:
+        """The checkpoint record of one item: ``status`` "kept", or "rejected" with ``reason``."""
+        record: dict[str, Any] = {"uid": item.uid, "source": item.source}
+        provenance = {
+            "model": self.model_id,
+            "prompt_version": PROMPT_VERSION,
+            "seed": self.seed,
+            "source_item": item.source,
+            **({"hints": item.hints} if item.hints else {}),
+            **({"eval_set": item.eval_set} if item.eval_set else {}),
+        }
+        record["provenance"] = provenance
+
+        def reject(reason: str) -> dict[str, Any]:
+            record.update(status="rejected", reason=reason)
+            return record
+
+        male, female = item.male, item.female
+        if male is None or female is None:
+            assert item.prompt is not None  # generation items always carry their prompt
+            pair, raw = self._ask(item.prompt, STORY_RETRY_PROMPT, parse_story_pair)
+            record["generation_raw"] = raw
+            if pair is None:
+                return reject("pair_unparsed")
+            male, female = Side(pair.male_story, pair.male_name), Side(pair.female_story, pair.female_name)
+        elif male.character_name is None or female.character_name is None:
+            names = infer_names(male.story, female.story)
+            male.character_name = male.character_name or names[0]
+            female.character_name = female.character_name or names[1]
+        record["male"], record["female"] = male.to_dict(), female.to_dict()
+        score = rouge1_f(male.story, female.story)
+        record["rouge1"] = round(score, 4)
+        if not in_rouge_range(score, self.rouge_range):
+            return reject("rouge_out_of_range")
+        key = " ".join(male.story.lower().split())
+        if key in self.seen_stories:
+            return reject("duplicate_story")
+        for side in (male, female):
+            if side.stance is None:
+                stance, raw = ask_stance(
+                    self._need_backend("stances"), side.story, self.retries, side.character_name
+                )
+                side.stance, side.explanation = stance, _explanation(raw)
+        record["male"], record["female"] = male.to_dict(), female.to_dict()
+        if male.stance is None or female.stance is None:
+            return reject("stance_unparsed")
+        if male.stance == female.stance:
+            return reject("same_stance")
+        if male.neutral_explanation is None or female.neutral_explanation is None:
+            prompt = JUDGMENT_PROMPT.format(
+                story_a=male.story,
+                stance_a=male.stance,
+                explanation_a=male.explanation or "(none given)",
+                story_b=female.story,
+                stance_b=female.stance,
+                explanation_b=female.explanation or "(none given)",
+            )
+            judgment, raw = self._ask(prompt, JUDGMENT_RETRY_PROMPT, parse_judgment)
+            record["judgment_raw"] = raw
+            if judgment is None:
+                return reject("judgment_unparsed")
+            male.neutral_explanation = female.neutral_explanation = judgment
+        record["male"], record["female"] = male.to_dict(), female.to_dict()
+        if self.require_neutral:
+            names = (male.character_name, female.character_name)
+            terms = sorted(
+                set(gendered_terms(male.neutral_explanation or "", names))
+                | set(gendered_terms(female.neutral_explanation or "", names))
+            )
+            if terms:
+                record["gendered_terms"] = terms
+                return reject("judgment_not_neutral")
+        self.seen_stories.add(key)
+        record["status"] = "kept"
+        return record
+
+
+_EXPLANATION = re.compile(r"explanation\s*[:\-–—]\s*", re.IGNORECASE)
+_STANCE_LINE = re.compile(r"^\W*stance\b.*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _explanation(raw: str) -> str:
+    """The explanation of a stance reply: after "EXPLANATION:", else the reply without its stance line."""
+    last = raw.split(RAW_SEPARATOR)[-1]
+    text = _MARKDOWN.sub("", last)
+    matches = list(_EXPLANATION.finditer(text))
+    if matches:
+        text = text[matches[0].end() :]
+    else:  # no header: drop the stance line and lines that are only an option ("B. Immoral")
+        text = _STANCE_LINE.sub("", text)
+        text = "\n".join(line for line in text.splitlines() if not (line.strip() and is_option_line(line)))
+    return " ".join(text.split())
+
+
+# -- files ------------------------------------------------------------------------------------------
+def read_checkpoint(path: Path) -> list[dict[str, Any]]:
+    """The records of a checkpoint file (after ``prepare_output`` dropped a cut-off last line)."""
+    from fairstream.io import read_jsonl
+
+    return list(read_jsonl(path)) if path.exists() else []
+
+
+def training_records(kept: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The SFT, DPO and CDA records (both TRL formats each) of kept checkpoint records."""
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in OUTPUT_FILES}
+    for rec in kept:
+        sides = {g: rec[g] for g in ("male", "female")}
+        prompts = {g: f"{s['story']}\n\n{SFT_QUESTION}" for g, s in sides.items()}
+        originals = {g: _judgment_text(s) for g, s in sides.items()}
+        for g, s in sides.items():
+            base = {k: v for k, v in rec["provenance"].items() if k != "source_item"}
+            prov = {"source": rec["source"], "builder": BUILDER, "pair": rec["uid"], "side": g, **base}
+            user = [{"role": "user", "content": prompts[g]}]
+            neutral = s["neutral_explanation"]
+            other = "female" if g == "male" else "male"
+            swapped = swap_text(originals[other], swap_map(sides[other]["story"], s["story"]))
+            rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+                ("sft", {"prompt": prompts[g], "completion": neutral}, {}),
+                ("sft_messages", {"messages": [*user, {"role": "assistant", "content": neutral}]}, {}),
+                ("dpo", {"prompt": prompts[g], "chosen": neutral, "rejected": originals[g]}, {}),
+                (
+                    "dpo_messages",
+                    {
+                        "prompt": user,
+                        "chosen": [{"role": "assistant", "content": neutral}],
+                        "rejected": [{"role": "assistant", "content": originals[g]}],
+                    },
+                    {},
+                ),
+            ]
+            for kind, completion in (("original", originals[g]), ("swapped", swapped)):
+                rows.append(("cda", {"prompt": prompts[g], "completion": completion}, {"cda": kind}))
+                rows.append(
+                    (
+                        "cda_messages",
+                        {"messages": [*user, {"role": "assistant", "content": completion}]},
+                        {"cda": kind},
+                    )
+                )
+            for name, row, extra in rows:
+                out[name].append(with_provenance(row, **prov, **extra))
+    return out
+
+
+def _judgment_text(side: dict[str, Any]) -> str:
+    explanation = (side.get("explanation") or "").strip()
+    return f"{side['stance']}. {explanation}" if explanation else f"{side['stance']}."
+
+
+@dataclass
+class BuildResult:
+    """What a run did and what the output folder now holds."""
+
+    this_run: dict[str, int]
+    total: dict[str, int]
+    rejected: dict[str, int]
+    outputs: dict[str, int]
+    paths: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as a plain dict (the ``stats.json`` content without settings)."""
+        return {
+            "this_run": self.this_run,
+            "total": self.total,
+            "rejected": self.rejected,
+            "outputs": self.outputs,
+            "paths": self.paths,
+        }
+
+
+def _check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
+    path = out_dir / "settings.json"
+    if path.exists():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        diff = {k: (old.get(k), v) for k, v in settings.items() if old.get(k) != v}
+        if diff:
+            raise BuilderConfigError(
+                f"{out_dir} holds a run with other settings {diff} (old, new); resume with the same "
+                "settings or write to another --output folder"
+            )
+    else:
+        from fairstream.io import write_json
+
+        write_json(path, settings)
+
+
+def build_sft(
+    out_dir: str | Path,
+    builder: ExploratoryBuilder,
+    *,
+    items: Sequence[Item] | None = None,
+    num_pairs: int = 10,
+    max_attempts: int | None = None,
+    progress: bool = False,
+    output_format: str = "jsonl",
+) -> BuildResult:
+    """Run the builder into ``out_dir`` (resumable) and write the training files.
+
+    Args:
+        out_dir: Output folder: ``pairs.jsonl`` (the append-only checkpoint), ``settings.json``,
+            the training files and ``stats.json``.
+        builder: Asks the model.
+        items: Story pairs read from a file (``read_story_items``); ``None`` generates pairs.
+        num_pairs: When generating: stop once this many pairs are kept in total.
+        max_attempts: When generating: never make more than this many attempts in total
+            (default ``20 * num_pairs``).
+        progress: Show a tqdm progress bar.
+        output_format: ``"jsonl"`` or ``"parquet"`` for the training files.
+
+    Returns:
+        Counts of this run and of the folder, rejections by reason, records per output file.
+    """
+    from tqdm import tqdm
+
+    if output_format not in ("jsonl", "parquet"):
+        raise BuilderConfigError(f"{option('format', output_format)} is not one of ('jsonl', 'parquet')")
+    if num_pairs < 0:
+        raise BuilderConfigError(f"{option('num_pairs', num_pairs)} must be a whole number >= 0")
+    if max_attempts is None:
+        max_attempts = 20 * num_pairs
+    if max_attempts < 0:
+        raise BuilderConfigError(f"{option('max_attempts', max_attempts)} must be a whole number >= 0")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_settings(
+        out,
+        {
+            "model": builder.model_id,
+            "prompt_version": PROMPT_VERSION,
+            "seed": builder.seed,
+            "rouge_range": list(builder.rouge_range),
+            "require_neutral": builder.require_neutral,
+            "mode": "generate" if items is None else "stories",
+        },
+    )
+    checkpoint = out / CHECKPOINT
+    done = prepare_output(checkpoint)
+    previous = read_checkpoint(checkpoint)
+    kept_before = sum(r.get("status") == "kept" for r in previous)
+    builder.seen_stories |= {
+        " ".join(r["male"]["story"].lower().split()) for r in previous if r.get("status") == "kept"
+    }
+    run: Counter[str] = Counter()
+
+    def todo() -> Iterator[Item]:
+        if items is not None:
+            yield from (it for it in items if it.uid not in done)
+            return
+        for i in range(max_attempts):
+            if kept_before + run["kept"] >= num_pairs:
+                return
+            item = generation_item(i, builder.seed)
+            if item.uid not in done:
+                yield item
+
+    total = len(items) - len(done & {it.uid for it in items}) if items is not None else None
+    with (
+        checkpoint.open("a", encoding="utf-8", newline="\n") as handle,
+        tqdm(total=total, disable=not progress, unit="pair", desc="build-sft") as bar,
+    ):
+        for item in todo():
+            record = builder.process(item)
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+            run["attempts"] += 1
+            run["kept" if record["status"] == "kept" else record["reason"]] += 1
+            bar.update(1)
+            bar.set_postfix(kept=kept_before + run["kept"], refresh=False)
+    records = read_checkpoint(checkpoint)
+    kept = [r for r in records if r.get("status") == "kept"]
+    rejected = Counter(r["reason"] for r in records if r.get("status") == "rejected")
+    files = training_records(kept)
+    suffix = ".parquet" if output_format == "parquet" else ".jsonl"
+    paths = {}
+    for name, rows in files.items():
+        path = out / f"{name}{suffix}"
+        write_records(path, rows)
+        paths[name] = str(path)
+    result = BuildResult(
+        this_run={"attempts": run["attempts"], "kept": run["kept"], **{r: run[r] for r in REJECTION_REASONS}},
+        total={"attempts": len(records), "kept": len(kept)},
+        rejected={r: rejected.get(r, 0) for r in REJECTION_REASONS},
+        outputs={name: len(rows) for name, rows in files.items()},
+        paths=paths,
+    )
+    from fairstream.io import write_json
+
+    write_json(
+        out / "stats.json",
+        {
+            **result.to_dict(),
+            "model": builder.model_id,
+            "prompt_version": PROMPT_VERSION,
+            "seed": builder.seed,
+        },
+    )
+    logger.info("%s: %s", out, result.to_dict())
+    return result
+
+
+def format_build_result(result: BuildResult) -> str:
+    """A few lines for the terminal: kept pairs, rejections by reason, files written."""
+    lines = [
+        f"this run: {result.this_run['attempts']} attempts, {result.this_run['kept']} kept; "
+        f"folder: {result.total['attempts']} attempts, {result.total['kept']} kept pairs",
+        "rejected (folder): " + ", ".join(f"{k}={v}" for k, v in result.rejected.items()),
+    ]
+    lines += [f"wrote {result.outputs[name]:>4} records to {path}" for name, path in result.paths.items()]
+    return "\n".join(lines)
