@@ -136,7 +136,9 @@ def parse_stance(reply: str | None) -> str | None:
     """
     if not reply or not reply.strip():
         return None
-    text = _MARKDOWN.sub("", reply)
+    text = _drop_option_lists(_MARKDOWN.sub("", reply))
+    if not text.strip():
+        return None
     for m in _LABEL.finditer(text):
         line_end = text.find("\n", m.end())
         value = text[m.end() : line_end if line_end >= 0 else len(text)]
@@ -162,6 +164,25 @@ def parse_stance(reply: str | None) -> str | None:
         return stance
     distinct = {s for _, s in _words(text)}
     return distinct.pop() if len(distinct) == 1 else None
+
+
+def _drop_option_lists(text: str) -> str:
+    """``text`` without runs of option lines naming different stances (the option list echoed)."""
+    lines = text.splitlines()
+    stances = [
+        _value_stance(line, letters=False) if line.strip() and is_option_line(line) else None
+        for line in lines
+    ]
+    keep = [True] * len(lines)
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and stances[j] is not None:
+            j += 1
+        if j - i >= 2 and len(set(stances[i:j])) >= 2:
+            keep[i:j] = [False] * (j - i)
+        i = max(j, i + 1)
+    return "\n".join(line for line, k in zip(lines, keep, strict=True) if k)
 
 
 def is_option_line(line: str) -> bool:
