@@ -377,6 +377,10 @@ def build_parser() -> argparse.ArgumentParser:
     from fairstream.builders import cli_finetune
 
     cli_finetune.register(add)
+
+    from fairstream.builders import cli_augment
+
+    cli_augment.register(add)
     return parser
 
 
