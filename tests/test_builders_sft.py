@@ -479,3 +479,131 @@ def test_cli_build_sft_refuses_genmo_in_one_line(tmp_path: Path, capsys):
     assert main(["build-sft", "--stories", str(GENMO), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--allow-eval-data" in err
+
+
+@pytest.mark.slow
+def test_outputs_train_one_step_in_trl_trainers(built: Path, tmp_path: Path):
+    """The files go into TRL's SFTTrainer and DPOTrainer as they are (provenance column included)."""
+    pytest.importorskip("trl")
+    import math
+    import re
+
+    from datasets import load_dataset
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    words: set[str] = set()
+    for f in built.glob("*.jsonl"):
+        words |= set(re.findall(r"\w+|[^\w\s]", f.read_text(encoding="utf-8")))
+    vocab = {
+        w: i for i, w in enumerate(["[UNK]", "[PAD]", "[EOS]", "<|user|>", "<|assistant|>", *sorted(words)])
+    }
+    raw = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Split(Regex(r"<\|\w+\|>|\w+|[^\w\s]"), behavior="isolated")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=raw, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]"
+    )
+    tok.chat_template = (
+        "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} "
+        "{% if m['role'] == 'assistant' %}[EOS] {% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|> {% endif %}"
+    )
+
+    def tiny_model() -> LlamaForCausalLM:  # randomly initialised: only the data path is under test
+        config = LlamaConfig(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            pad_token_id=1,
+            eos_token_id=2,
+        )
+        return LlamaForCausalLM(config)
+
+    common = {"max_steps": 1, "per_device_train_batch_size": 2, "report_to": [], "save_strategy": "no"}
+    common |= {"use_cpu": True, "logging_steps": 1, "output_dir": str(tmp_path / "trainer")}
+    for name in ("sft", "sft_messages", "cda", "cda_messages"):
+        ds = load_dataset("json", data_files=str(built / f"{name}.jsonl"), split="train")
+        trainer = SFTTrainer(
+            model=tiny_model(), args=SFTConfig(**common), train_dataset=ds, processing_class=tok
+        )
+        loss = trainer.train().training_loss
+        assert math.isfinite(loss) and loss > 0, name
+        assert trainer.state.log_history[0]["num_tokens"] > 20, name  # real tokens, not one [UNK]
+    for name in ("dpo", "dpo_messages"):
+        ds = load_dataset("json", data_files=str(built / f"{name}.jsonl"), split="train")
+        trainer = DPOTrainer(
+            model=tiny_model(),
+            ref_model=tiny_model(),
+            args=DPOConfig(**common),
+            train_dataset=ds,
+            processing_class=tok,
+        )
+        assert math.isfinite(trainer.train().training_loss), name
+        log = trainer.state.log_history[0]
+        assert log["logps/chosen"] != log["logps/rejected"], name  # chosen and rejected read apart
+
+
+# -- the real SmolLM2-135M-Instruct ---------------------------------------------------------------------
+@pytest.mark.slow
+def test_real_smollm2_builds_from_stories_and_generation(tmp_path: Path):
+    """End to end with the real model: a tiny model's answers may be poor, the plumbing must be right."""
+    from test_annotate import SMOLLM2_GGUF, smollm2_dir
+
+    from fairstream.annotate import make_backend
+
+    folder = smollm2_dir()
+    backend = make_backend("transformers", str(folder), gguf_file=SMOLLM2_GGUF, max_new_tokens=48)
+    stories = tmp_path / "stories.jsonl"
+    stories.write_text(
+        json.dumps({"male_story": MALE, "female_story": FEMALE})
+        + "\n"
+        + json.dumps({"male_story": variant("wallet"), "female_story": variant("wallet", False)})
+        + "\n"
+    )
+    runs = [
+        (tmp_path / "from-stories", {"items": read_story_items(stories)}, 2),
+        (tmp_path / "generated", {"num_pairs": 1, "max_attempts": 1}, 1),
+    ]
+    for out, kwargs, attempts in runs:
+        builder = ExploratoryBuilder(backend, seed=3, retries=0)
+        result = build_sft(out, builder, **kwargs)
+        records = lines(out / CHECKPOINT)
+        assert result.this_run["attempts"] == attempts == len(records) == len({r["uid"] for r in records})
+        assert result.this_run["kept"] + sum(result.rejected.values()) == attempts
+        for r in records:
+            assert r["provenance"]["model"] == f"{folder}#{SMOLLM2_GGUF}" and r["provenance"]["seed"] == 3
+            reason = r.get("reason")
+            if r["status"] == "kept":
+                assert in_rouge_range(r["rouge1"]) and r["male"]["stance"] != r["female"]["stance"]
+                assert r["male"]["neutral_explanation"] and not gendered_terms(
+                    r["male"]["neutral_explanation"]
+                )
+            elif reason == "pair_unparsed":
+                assert parse_story_pair(r["generation_raw"]) is None
+            elif reason == "rouge_out_of_range":
+                assert not in_rouge_range(r["rouge1"])
+            elif reason == "same_stance":
+                assert r["male"]["stance"] == r["female"]["stance"] is not None
+            elif reason == "stance_unparsed":
+                assert None in (r["male"]["stance"], r["female"]["stance"])
+            else:
+                assert reason in REJECTION_REASONS
+        kept = result.total["kept"]
+        assert result.outputs == {
+            "sft": 2 * kept,
+            "sft_messages": 2 * kept,
+            "dpo": 2 * kept,
+            "dpo_messages": 2 * kept,
+            "cda": 4 * kept,
+            "cda_messages": 4 * kept,
+        }
+        again = build_sft(
+            out, ExploratoryBuilder(backend, seed=3, retries=0), **kwargs
+        )  # resume: nothing left
+        assert again.this_run["attempts"] == 0 and lines(out / CHECKPOINT) == records
+    # the two story pairs of this test are built to pass the ROUGE filter
+    assert all(in_rouge_range(r["rouge1"]) for r in lines(tmp_path / "from-stories" / CHECKPOINT))
