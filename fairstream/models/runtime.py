@@ -68,9 +68,10 @@ class JointModel:
         model_dir: model folder; ``None`` means the shipped default ``joint-v2``.
         providers: ONNX Runtime execution providers in order of preference; ``None`` picks from
             what is installed (TensorRT, CUDA, then CPU).
-        batch_size: mentions per forward pass (inputs are length-sorted to cut padding). Small
-            batches were fastest on a 2-core CPU (8: 491 mentions/s, 32: 448, 128: 308 on the dev
-            set); raise it on a GPU.
+        batch_size: mentions per forward pass (inputs are length-sorted to cut padding). Speed
+            only: a batch-invariant model (``config.json`` ``"batch_invariant": true``, as the shipped
+            one) gives each mention the same probabilities alone, padded or in any batch. Small
+            batches were fastest on a 2-core CPU; raise it on a GPU.
         intra_op_threads: threads per session; ``None`` lets ONNX Runtime decide.
     """
 
@@ -92,6 +93,8 @@ class JointModel:
         self.name: str = self.config["name"]
         self.max_length: int = int(self.config.get("max_length", 256))
         self.wsd_threshold: float = float(self.config.get("wsd_threshold", 0.5))
+        # per-tensor dynamic int8 scales activations over the whole batch, padding included
+        self.batch_invariant: bool = bool(self.config.get("batch_invariant", False))
         self._session: Any = None
         self._tokenizer: Any = None
         self._pid: int | None = None
@@ -160,6 +163,14 @@ class JointModel:
             self._tokenizer, self._session, self._pid = tokenizer, session, os.getpid()
             self.providers = session.get_providers()
             logger.info("loaded %s from %s with providers %s", self.name, onnx_file, self.providers)
+            if not self.batch_invariant and "int8" in onnx_file.name:
+                logger.warning(
+                    "%s: int8 model without per-row activation quantization; its decisions depend on "
+                    "which mentions share a batch (batch size, workers, shard order). Re-export it "
+                    "with `python -m export.quantize MODEL.onnx OUT.onnx` and set "
+                    '"batch_invariant": true in its config.json',
+                    onnx_file,
+                )
 
     def _onnx_file_for(self, provider: str) -> Path:
         files: dict[str, str] = self.config["onnx"]

@@ -72,9 +72,11 @@ class FairStream(IterableDataset):
         lookahead: documents read ahead to batch model calls; repeated sentences within this window
             (web boilerplate) are judged once.
         cache_size: an extra LRU cache of judged mentions across windows (0 = off). It saves model
-            calls on boilerplate spread far apart, but int8 outputs depend slightly on the batch
-            they were computed in, so with it on a resumed stream can differ from the
-            uninterrupted one where a decision is a near-tie; leave it off when exact resume matters.
+            calls on boilerplate spread far apart; the shipped model is batch-invariant, so a
+            cached decision equals a recomputed one and resume stays exact.
+        batch_size: mentions per model forward pass when ``model`` is a folder or ``None`` (a
+            ``JointModel`` passed in keeps its own). Speed only: with a batch-invariant model
+            (the shipped one) decisions do not depend on it.
         warmup: kept mentions per attribute after which the share is guaranteed <= cap.
         hooks: callables ``hook(original_text, annotation)`` run for every document (e.g. the
             co-occurrence sidecar's ``consume``).
@@ -100,6 +102,7 @@ class FairStream(IterableDataset):
         lookahead: int = 256,
         warmup: int = 100,
         cache_size: int = 0,
+        batch_size: int = 8,
         min_tokens: int = DEFAULT_MIN_TOKENS,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         max_doc_chars: int | None = DEFAULT_MAX_DOC_CHARS,
@@ -143,6 +146,7 @@ class FairStream(IterableDataset):
             splitter=splitter,
             length_filter=LengthFilter(min_tokens, max_tokens),
             cache_size=cache_size,
+            batch_size=batch_size,
         )
         self.taxonomy = self.tagger.taxonomy
         self.controller = CapController(cap, caps=caps, taxonomy=self.taxonomy, warmup=warmup, seed=seed)

@@ -67,13 +67,18 @@ class Tagger:
         splitter: SplitterName = "auto",
         length_filter: LengthFilter | None = None,
         cache_size: int = 0,
+        batch_size: int = 8,
     ) -> None:
         if cache_size < 0:
             raise ValueError(f"cache_size={cache_size} must be >= 0")
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size} must be >= 1")
         self.extractor = CandidateExtractor(taxonomy, splitter=splitter, length_filter=length_filter)
         self.taxonomy = self.extractor.taxonomy
         self.model: MentionModel = (
-            model if model is not None and not isinstance(model, str | Path) else JointModel(model)
+            model
+            if model is not None and not isinstance(model, str | Path)
+            else JointModel(model, batch_size=batch_size)
         )
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, int, int, str], Prediction] = OrderedDict()
