@@ -195,7 +195,9 @@ def test_auditing_the_output_with_cap_1_finds_what_the_run_reported_as_kept(shar
     shards = [*_real_shards(shared_dir, tmp_path / "in", n_docs=120), sample]
     first, audit = tmp_path / "first", tmp_path / "audit"
     common = ["--no-progress", "--no-report", "--batch-size", "8"]
-    assert main(["filter", *map(str, shards), "-o", str(first), "--cap", "0.01", "--warmup", "0", *common]) == 0
+    assert (
+        main(["filter", *map(str, shards), "-o", str(first), "--cap", "0.01", "--warmup", "0", *common]) == 0
+    )
     kept_files = sorted((first / "data").rglob("*.jsonl*"))
     assert len(kept_files) == 3
     assert main(["filter", *map(str, kept_files), "-o", str(audit), "--cap", "1", *common]) == 0
