@@ -144,12 +144,14 @@ def cmd_detect(args: argparse.Namespace) -> int:
 def cmd_filter(args: argparse.Namespace) -> int:
     """Filter shards (or the embedded sample corpus) and write outputs, stats and a report."""
     from fairstream.filter_job import FilterJob
+    from fairstream.summary import format_summary
 
     inputs = args.inputs or [sample_corpus_path()]
     job = FilterJob(
         inputs=inputs,
         output_dir=Path(args.output),
         cap=args.cap,
+        warmup=args.warmup,
         granularity=args.granularity,
         seed=args.seed,
         model=args.model,
@@ -164,7 +166,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     summary = job.run()
     summary["seconds"] = round(time.perf_counter() - t0, 2)
-    print(job.format_summary(summary))
+    print(format_summary(summary))
     return 0
 
 
@@ -194,12 +196,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     before = CooccurrenceCounts.load(args.before)
     after = CooccurrenceCounts.load(args.after) if args.after else None
     stream_stats = json.loads(Path(args.stream_stats).read_text()) if args.stream_stats else None
+    examples = json.loads(Path(args.examples).read_text()) if args.examples else None
     paths = write_report(
         before,
         after,
         Path(args.out),
         top_k=args.top_k,
         stream_stats=stream_stats,
+        examples=examples,
         **_vocabulary_settings(args),
     )
     for p in paths.all():
@@ -302,7 +306,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--cap",
         type=float,
         default=0.01,
-        help="max kept negative-regard share per attribute (default: %(default)s)",
+        help="max kept negative-regard share per attribute, in [0, 1] (default: %(default)s); it holds once "
+        "an attribute has --warmup kept sentences, so rare attributes can end above it (flagged in the "
+        "summary and the report)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=100,
+        help="kept sentences per attribute after which the cap always holds (default: %(default)s); "
+        "0 = strict: the cap holds from the first sentence, at the cost of dropping more negative sentences",
     )
     p.add_argument("--granularity", choices=["sentence", "document"], default="sentence")
     p.add_argument("--seed", type=int, default=0)
@@ -337,7 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("report", cmd_report, "Write the Markdown + HTML bias report from saved co-occurrence counts.")
     p.add_argument("--before", required=True, help="counts.json of the unfiltered stream")
     p.add_argument("--after", default=None, help="counts.json of the filtered stream")
-    p.add_argument("--stream-stats", default=None, help="stats.json of the stream (optional)")
+    p.add_argument(
+        "--stream-stats",
+        default=None,
+        help="stats.json of the filter run: the report's headline, cap and model (optional)",
+    )
+    p.add_argument(
+        "--examples", default=None, help="examples.json of the filter run: dropped sentences shown (optional)"
+    )
     p.add_argument("-o", "--out", default="fairstream-report")
     p.add_argument("--top-k", type=int, default=10)
     _vocabulary_options(p)

@@ -16,9 +16,12 @@ from typing import Any
 
 from fairstream.errors import FairStreamError
 from fairstream.io import OnError, atomic_write, list_shards, read_documents, write_json, write_jsonl
+from fairstream.models.card import model_quality
 from fairstream.models.runtime import JointModel
+from fairstream.stats.examples import DroppedExamples
 from fairstream.stream.dataset import FairStream, Granularity
 from fairstream.stream.stats import StreamStats
+from fairstream.summary import format_summary
 from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
@@ -35,6 +38,7 @@ class FilterJob:
         output_dir: Path,
         *,
         cap: float = 0.01,
+        warmup: int = 100,
         granularity: Granularity = "sentence",
         seed: int = 0,
         model: str | Path | None = None,
@@ -51,7 +55,7 @@ class FilterJob:
         if len(set(names)) != len(names):
             raise FairStreamError(f"input shards must have distinct file names, got duplicates in {names}")
         self.output_dir = Path(output_dir)
-        self.cap, self.granularity, self.seed = cap, granularity, seed
+        self.cap, self.warmup, self.granularity, self.seed = cap, warmup, granularity, seed
         self.model = JointModel(model)
         self.taxonomy = Taxonomy.load(taxonomy)
         self.text_field, self.on_error, self.annotate = text_field, on_error, annotate
@@ -63,6 +67,7 @@ class FilterJob:
             docs,
             text_field=self.text_field,
             cap=self.cap,
+            warmup=self.warmup,
             granularity=self.granularity,
             seed=self.seed,
             model=self.model,
@@ -84,6 +89,7 @@ class FilterJob:
         state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.is_file() else {}
         settings = {
             "cap": self.cap,
+            "warmup": self.warmup,
             "granularity": self.granularity,
             "seed": self.seed,
             "model": self.model.name,
@@ -108,6 +114,7 @@ class FilterJob:
             else CooccurrenceCounts()
         )
         controller_state = state.get("controller")
+        examples = DroppedExamples.from_dict(state.get("examples", {}))
         if done:
             logger.info("resuming: %d of %d shards already done", len(done), len(self.shards))
         for shard in self.shards:
@@ -116,7 +123,7 @@ class FilterJob:
             skipped: list[str] = []
             docs = list(read_documents(shard, on_error=self.on_error, skipped=skipped))
             shard_before, shard_after = CooccurrenceCounts(), CooccurrenceCounts()
-            stream = self._stream(docs, [BeforeAfterHook(shard_before, shard_after)])
+            stream = self._stream(docs, [BeforeAfterHook(shard_before, shard_after), examples])
             if controller_state is not None:
                 stream.controller.load_state_dict(controller_state)
             rows: Iterator[Any] = iter(stream)
@@ -139,52 +146,34 @@ class FilterJob:
                     "controller": controller_state,
                     "counts_before": before.to_dict(),
                     "counts_after": after.to_dict(),
+                    "examples": examples.to_dict(),
                 },
             )
-        write_json(out / "stats.json", stats.to_dict())
+        # the run's settings travel with its counts: the summary and the report read both from here
+        run_info = {**settings, "model_quality": model_quality(self.model.model_dir)}
+        stats_dict = {**stats.to_dict(), "run": run_info}
+        write_json(out / "stats.json", stats_dict)
+        write_json(out / "examples.json", examples.to_dict())
         before.save(out / "counts_before.json")
         after.save(out / "counts_after.json")
         summary: dict[str, Any] = {
             "output_dir": str(out),
-            "stats": stats.to_dict(),
+            "stats": stats_dict,
+            "run": run_info,
             "shards": len(self.shards),
         }
         if self.report:
             from fairstream.stats import write_report
 
             paths = write_report(
-                before, after, out / "report", stream_stats=stats.to_dict(), **self.report_settings
+                before,
+                after,
+                out / "report",
+                stream_stats=stats_dict,
+                examples=examples.to_dict(),
+                **self.report_settings,
             )
             summary["report"] = [str(paths.html), str(paths.markdown)]
         with atomic_write(out / "summary.txt") as f:
-            f.write(self.format_summary(summary) + "\n")
+            f.write(format_summary(summary) + "\n")
         return summary
-
-    @staticmethod
-    def format_summary(summary: dict[str, Any]) -> str:
-        """A short human-readable summary of a run."""
-        st = summary["stats"]
-        c = st["counters"]
-        lines = [
-            f"fairstream filter: {summary['shards']} shard(s) -> {summary['output_dir']}",
-            f"  documents: {c.get('docs_in', 0)} in, {c.get('docs_out', 0)} out, {c.get('docs_with_keyword', 0)} with keywords, "
-            f"{c.get('docs_modified', 0)} modified, {c.get('docs_dropped', 0)} dropped, "
-            f"{sum(st['skipped'].values())} skipped {dict(st['skipped']) or ''}",
-            f"  sentences: {c.get('sentences_candidate', 0)} with keywords judged, {c.get('sentences_dropped', 0)} dropped",
-        ]
-        attrs = st["attributes"]
-        rows = sorted(attrs.items(), key=lambda kv: -kv[1]["before"]["negative"])[:10]
-        if rows:
-            lines.append("  attribute        person-sent  neg before  neg after  dropped")
-            for kw, a in rows:
-                nb, na = sum(a["before"].values()), sum(a["after"].values())
-                sb = a["before"]["negative"] / nb if nb else 0.0
-                sa = a["after"]["negative"] / na if na else 0.0
-                lines.append(
-                    f"  {kw:<16} {a['person_sentences']:>11} {sb:>10.1%} {sa:>10.1%} {a['dropped']:>8}"
-                )
-        if "seconds" in summary:
-            lines.append(f"  time: {summary['seconds']} s")
-        for p in summary.get("report", []):
-            lines.append(f"  report: {p}")
-        return "\n".join(lines)

@@ -1,0 +1,84 @@
+"""One source of truth: on a real run of the sample corpus (shipped model), the CLI summary, the
+report and the co-occurrence counts show exactly the numbers of stats.json."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from fairstream.cli import main, sample_corpus_path
+from fairstream.stats import CooccurrenceCounts
+from fairstream.summary import attribute_rows, pct
+
+REGARDS = ("negative", "neutral", "positive")
+
+
+@pytest.mark.slow
+def test_cli_summary_report_and_counts_equal_stats_json(tmp_path: Path, capsys):
+    out = tmp_path / "run"
+    args = [
+        "filter",
+        str(sample_corpus_path()),
+        "-o",
+        str(out),
+        "--no-progress",
+        "--min-attribute-share",
+        "0.1",
+    ]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    stats = json.loads((out / "stats.json").read_text())
+    c = stats["counters"]
+    before = CooccurrenceCounts.load(out / "counts_before.json")
+    after = CooccurrenceCounts.load(out / "counts_after.json")
+    assert stats["run"]["cap"] == 0.01 and stats["run"]["warmup"] == 100
+
+    # counts: documents and sentences in and out
+    assert before.totals["documents"] == c["docs_in"] - sum(stats["skipped"].values())
+    assert after.totals["documents"] == c["docs_out"] < c["docs_in"]
+    assert before.totals["sentences_seen"] == c["sentences_candidate"]
+    assert after.totals["sentences_seen"] == c["sentences_candidate"] - c["sentences_dropped"]
+    # counts: every attribute, by regard, before and after
+    in_counts = {kw: cls for cls, kw in before.attributes()}
+    rows = attribute_rows(stats)
+    assert {r.keyword for r in rows} == set(in_counts)
+    for kw, a in stats["attributes"].items():
+        if not a["person_sentences"]:
+            continue
+        cls = in_counts[kw]
+        b, f = before.regard_distribution(cls, kw), after.regard_distribution(cls, kw)
+        assert {r: b[r] for r in REGARDS} == a["before"] and b["unknown"] == 0, kw
+        assert {r: f[r] for r in REGARDS} == a["after"], kw
+        assert sum(b.values()) - sum(f.values()) == a["dropped"], kw
+
+    # the report: headline and every attribute's row
+    md = (out / "report" / "report.md").read_text(encoding="utf-8")
+    assert (
+        f"Kept {c['docs_out']:,} of {c['docs_in']:,} documents; dropped {c['sentences_dropped']:,} of "
+        f"{c['sentences_candidate']:,} judged sentences" in md
+    )
+    for r in rows:
+        cells = [r.keyword, r.person_sentences, pct(r.negative_before, r.person_sentences), r.kept,
+                 pct(r.negative_after, r.kept), r.dropped]  # fmt: skip
+        assert "| " + " | ".join(map(str, cells)) + " | " in md, r
+
+    # the CLI: headline, and each row it prints; every attribute above its cap is printed
+    assert f"documents: {c['docs_in']} in, {c['docs_out']} out" in printed
+    assert (
+        f"{c['sentences_candidate']} with person keywords judged, {c['sentences_dropped']} dropped" in printed
+    )
+    by_kw = {r.keyword: r for r in rows}
+    shown = re.findall(r"^  (\w+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)", printed, re.M)
+    assert shown
+    for kw, n, neg_b, kept, neg_a, dropped in shown:
+        r = by_kw[kw]
+        assert (int(n), neg_b, int(kept), neg_a, int(dropped)) == (
+            r.person_sentences, pct(r.negative_before, r.person_sentences), r.kept,
+            pct(r.negative_after, r.kept), r.dropped,
+        )  # fmt: skip
+    over = {r.keyword for r in rows if r.over_cap}
+    assert over and over <= {kw for kw, *_ in shown}  # the sample corpus has attributes under warm-up
+    assert set((out / "summary.txt").read_text().splitlines()) <= set(printed.splitlines())  # + time
