@@ -82,3 +82,24 @@ def test_cli_summary_report_and_counts_equal_stats_json(tmp_path: Path, capsys):
     over = {r.keyword for r in rows if r.over_cap}
     assert over and over <= {kw for kw, *_ in shown}  # the sample corpus has attributes under warm-up
     assert set((out / "summary.txt").read_text().splitlines()) <= set(printed.splitlines())  # + time
+
+
+@pytest.mark.parametrize("granularity", ["sentence", "document"])
+def test_counts_equal_stats_json_with_either_granularity(
+    granularity: str, tiny_model_dir: Path, tmp_path: Path
+):
+    """The co-occurrence counts count what the stream counts: documents out, sentences per regard."""
+    out = tmp_path / granularity
+    args = ["filter", str(sample_corpus_path()), "-o", str(out), "--no-progress", "--no-report",
+            "--model", str(tiny_model_dir), "--cap", "0.05", "--granularity", granularity]  # fmt: skip
+    assert main(args) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    c = stats["counters"]
+    before = CooccurrenceCounts.load(out / "counts_before.json")
+    after = CooccurrenceCounts.load(out / "counts_after.json")
+    assert c["docs_dropped"] > 0  # the tiny random model finds many negatives: documents do go
+    assert (before.totals["documents"], after.totals["documents"]) == (c["docs_in"], c["docs_out"])
+    for cls, kw in before.attributes():
+        a = stats["attributes"][kw]
+        assert {r: before.sentence_count(cls, kw, r) for r in REGARDS} == a["before"], kw
+        assert {r: after.sentence_count(cls, kw, r) for r in REGARDS} == a["after"], kw
