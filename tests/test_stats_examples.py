@@ -49,10 +49,12 @@ def test_collects_only_dropped_negative_person_sentences_up_to_the_limit_and_rou
     ex(text, annotation(1, kept=False, regard="neutral"))  # dropped for another attribute's sake
     ex(text, annotation(2, kept=False, regard="negative", person=False))
     assert ex.examples == {}
-    for i in range(3, 7):
-        ex(text, annotation(i, kept=False, regard="negative"))
+    ex(text, annotation(3, kept=False, regard="negative"))
+    ex(text, annotation(4, kept=False, regard="negative"))  # the same sentence again: shown once
+    ex("Our Muslim friends came by", annotation(5, kept=False, regard="negative"))
+    ex("The Muslim crowd over there", annotation(6, kept=False, regard="negative"))  # over the limit
     found = ex.examples["muslim"]
-    assert [e["id"] for e in found] == ["d3", "d4"]
+    assert [e["id"] for e in found] == ["d3", "d5"]
     assert found[0]["text"][slice(*found[0]["mark"])] == "Muslim"
     again = DroppedExamples.from_dict(ex.to_dict())
     assert again.examples == ex.examples and again.per_attribute == 2

@@ -60,12 +60,11 @@ class DroppedExamples:
                 if not (m.get("person") is True and m.get("regard") == "negative"):
                     continue
                 found = self.examples.setdefault(m["keyword"], [])
-                if len(found) >= self.per_attribute or any(
-                    e["doc_index"] == annotation.get("doc_index") and e["start"] == sent["start"]
-                    for e in found
-                ):
+                if len(found) >= self.per_attribute:
                     continue
                 cut = snippet(text, sent["start"], sent["end"], (m["start"], m["end"]), self.max_chars)
+                if any(e["text"] == cut["text"] for e in found):  # boilerplate repeated across documents
+                    continue
                 found.append(
                     {
                         "class": m.get("class"),
