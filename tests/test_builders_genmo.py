@@ -258,3 +258,11 @@ def test_cli_genmo_eval_missing_answers_one_line_error(tmp_path: Path, capsys):
     assert main(["genmo-eval", "--answers", str(tmp_path / "none.jsonl"), "--genmo", str(GENMO)]) == 2
     err = capsys.readouterr().err.strip()
     assert "--answers" in err and "not found" in err and len(err.splitlines()) == 1
+
+
+def test_cli_genmo_eval_bad_start_names_the_flag(tmp_path: Path, capsys):
+    # the local model is never loaded: the argument is refused before any work
+    argv = ["genmo-eval", "--answers", str(tmp_path / "a.jsonl"), "--genmo", str(GENMO)]
+    argv += ["--backend", "transformers", "--model", "not-loaded", "--start", "-1"]
+    assert main(argv) == 2
+    assert "--start -1 must be >= 0" in capsys.readouterr().err

@@ -433,6 +433,21 @@ def test_outputs_load_with_datasets_in_trl_columns(built: Path):
     assert all(r["chosen"] != r["rejected"] for r in dpo)
 
 
+def test_parquet_outputs_load_with_datasets(tmp_path: Path, stories_file: Path):
+    from datasets import load_dataset
+
+    out = tmp_path / "pq"
+    result = build_sft(
+        out, ExploratoryBuilder(None), items=read_story_items(stories_file), output_format="parquet"
+    )
+    assert result.paths["dpo_messages"].endswith("dpo_messages.parquet")
+    ds = load_dataset("parquet", data_files=result.paths["dpo_messages"], split="train")
+    assert set(ds.column_names) == {"prompt", "chosen", "rejected", "provenance"} and len(ds) == 4
+    assert ds[0]["chosen"][0]["role"] == "assistant"
+    with pytest.raises(BuilderConfigError, match="csv"):
+        build_sft(out, ExploratoryBuilder(None), items=[], output_format="csv")
+
+
 @pytest.mark.slow
 def test_outputs_are_read_by_trl(built: Path):
     trl = pytest.importorskip("trl")  # the dev extra installs it

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.annotate import RAW_SEPARATOR, ChatBackend, Message, prepare_output
-from fairstream.errors import FairStreamError, ShardError
+from fairstream.errors import FairStreamError, ShardError, option
 
 logger = logging.getLogger(__name__)
 
@@ -397,11 +397,11 @@ def answer_genmo(
     from tqdm import tqdm
 
     if start < 0:
-        raise GenMOError(f"start={start!r} must be >= 0")
+        raise GenMOError(f"{option('start', start)} must be >= 0")
     if limit is not None and limit < 0:
-        raise GenMOError(f"limit={limit!r} must be >= 0 or None")
+        raise GenMOError(f"{option('limit', limit)} must be >= 0 or None")
     if retries < 0:
-        raise GenMOError(f"retries={retries!r} must be >= 0")
+        raise GenMOError(f"{option('retries', retries)} must be >= 0")
     pairs = load_genmo(dataset_path)
     end = len(pairs) if limit is None else min(len(pairs), start + limit)
     output_path = Path(output_path)
