@@ -380,6 +380,7 @@ def test_genmo_is_refused_unless_allowed():
             "stance 'Good' is not one of",
         ),
         ("[1, 2]\n", "expected a JSON object"),
+        ('{"id": 7, "male_story": "a", "female_story": "b"}\n' * 2, "id 7 repeats pair 0"),
     ],
 )
 def test_bad_story_files_name_the_record(tmp_path: Path, content: str, message: str):

@@ -175,6 +175,7 @@ def read_story_items(path: str | Path, *, allow_eval_data: bool = False) -> list
 
         records = list(read_jsonl(path))
     items = []
+    seen: dict[str, int] = {}
     for i, rec in enumerate(records):
         where = f"{path}: pair {i}"
         if not isinstance(rec, dict):
@@ -206,6 +207,11 @@ def read_story_items(path: str | Path, *, allow_eval_data: bool = False) -> list
                 "pass --allow-eval-data only to test the pipeline (the records are marked eval_set=GenMO)"
             )
         key = rec.get("id", i)
+        if f"{path.name}:{key}" in seen:
+            raise ShardError(
+                f"{where}: id {key!r} repeats pair {seen[f'{path.name}:{key}']}; ids must be unique"
+            )
+        seen[f"{path.name}:{key}"] = i
         items.append(
             Item(
                 uid=f"{path.name}:{key}",
