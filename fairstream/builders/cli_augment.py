@@ -277,13 +277,18 @@ def register(add: AddCommand) -> None:
     p.add_argument("--k-min", type=int, default=2, help="smallest k tried (default: %(default)s)")
     p.add_argument("--k-max", type=int, default=10, help="largest k tried (default: %(default)s)")
     p.add_argument("--n-comparison", type=int, default=200, help="comparison entries averaged (default: 200)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of k-means and sampling (default: %(default)s)")
     p.add_argument(
         "--batch-size", type=int, default=32, help="texts per encoder batch (default: %(default)s)"
     )
     p.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     p.add_argument("--limit", type=int, default=None, help="read at most this many records per input")
-    p.add_argument("--on-error", choices=["raise", "skip"], default="raise")
+    p.add_argument(
+        "--on-error",
+        choices=["raise", "skip"],
+        default="raise",
+        help="raise: stop at a bad record, naming it; skip: count and skip it (default: %(default)s)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = add(
