@@ -48,7 +48,8 @@ case "${1:-}" in
     shift
     # 300 documents are too few for the paper's vocabulary rule (intersection of every attribute's
     # top words), so the demo report relaxes it to show word tables
-    exec "$VENV/bin/fairstream" filter --output fairstream-demo --min-attribute-share 0.1 --min-word-count 1 "$@"
+    exec "$VENV/bin/fairstream" filter fairstream/data/sample_corpus.jsonl --output fairstream-demo \
+      --min-attribute-share 0.1 --min-word-count 1 "$@"
     ;;
   test)
     setup "dev,train"

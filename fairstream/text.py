@@ -61,9 +61,9 @@ def coerce_text(value: Any, *, where: str, max_chars: int | None = DEFAULT_MAX_D
         )
     if max_chars is not None and len(text) > max_chars:
         raise InvalidDocumentError(
-            f"{where}: document has {len(text):,} characters, more than the limit of {max_chars:,}",
+            f"{where}: document has {len(text):,} characters, more than {option('max_doc_chars', max_chars)}",
             reason="too-large",
-            fix=f"raise {option('max_doc_chars')} or pass {option('on_error', 'skip')}",
+            fix=f"raise the limit if such documents are real, or pass {option('on_error', 'skip')}",
         )
     return text
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fairstream.cli import build_parser, main
+from fairstream.cli import build_parser, main, sample_corpus_path
 
 COMMANDS = ["filter", "detect", "taxonomy", "eval-models", "report", "seegull-recall", "annotate"]
 
@@ -47,7 +47,7 @@ def test_config_file_sets_defaults_and_rejects_unknown_keys(tmp_path: Path, caps
     assert n_loose > n_default
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"cap": 0.1, "colour": "red"}))
-    assert main(["filter", "--config", str(bad)]) == 2
+    assert main(["filter", str(sample_corpus_path()), "--config", str(bad)]) == 2
     assert "unknown option(s) ['colour']" in capsys.readouterr().err
 
 
@@ -74,14 +74,13 @@ def write_shards(folder: Path, docs: list[dict], n: int) -> list[Path]:
 
 def read_out(folder: Path) -> list[dict]:
     rows = []
-    for p in sorted((folder / "data").glob("*.jsonl.gz")):
+    for p in sorted((folder / "data").rglob("*.jsonl.gz")):
         with gzip.open(p, "rt") as f:
             rows += [json.loads(line) for line in f]
     return rows
 
 
 def test_filter_job_resumes_after_interruption(tiny_model_dir: Path, tmp_path: Path, monkeypatch, capsys):
-    from fairstream.cli import sample_corpus_path
     from fairstream.filter_job import FilterJob
 
     docs = [json.loads(line) for line in sample_corpus_path().open()]
@@ -97,8 +96,8 @@ def test_filter_job_resumes_after_interruption(tiny_model_dir: Path, tmp_path: P
     calls = {"n": 0}
     original = FilterJob._stream
 
-    def failing_stream(self, docs, hooks):
-        stream = original(self, docs, hooks)
+    def failing_stream(self, docs, hooks, **kw):
+        stream = original(self, docs, hooks, **kw)
         calls["n"] += 1
         if calls["n"] == 2:
             real_emit = stream._emit
@@ -135,9 +134,8 @@ def test_report_and_seegull_commands_from_filter_output(
     tiny_model_dir: Path, tmp_path: Path, shared_dir: Path, capsys
 ):
     out = tmp_path / "o"
-    assert (
-        main(["filter", "--model", str(tiny_model_dir), "-o", str(out), "--no-progress", "--no-report"]) == 0
-    )
+    args = ["filter", str(sample_corpus_path()), "--model", str(tiny_model_dir), "-o", str(out)]
+    assert main([*args, "--no-progress", "--no-report"]) == 0
     assert main(["report", "--before", str(out / "counts_before.json"), "--after", str(out / "counts_after.json"),
                  "-o", str(tmp_path / "rep")]) == 0  # fmt: skip
     assert (tmp_path / "rep" / "report.html").is_file()
