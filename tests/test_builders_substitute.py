@@ -262,3 +262,30 @@ def test_records_round_trip_and_errors(tmp_path):
     assert len(skipped) == 3
     with pytest.raises(ShardError, match="unsupported output format"):
         write_records(tmp_path / "o.csv", recs)
+
+
+def test_json_biasers_with_gloss_and_no_wsd(tmp_path):
+    f = tmp_path / "faiths.json"
+    f.write_text(
+        json.dumps(
+            {
+                "name": "faiths",
+                "biasers": [
+                    {"singular": "sikh", "plural": "sikhs", "gloss": "who is Sikh"},
+                    {"singular": "jain", "plural": "jains"},
+                ],
+            }
+        )
+    )
+    producer = BiasProducer.from_file(f)
+    assert producer.name == "faiths" and [b.gloss for b in producer.biasers] == ["who is Sikh", "who is jain"]
+    # wsd=False: every match is swapped (the paper's behaviour), and no model is loaded
+    b = BiaserSubstitution(producer, wsd=False, include_originals=False)
+    (rec,) = b.augment([{"id": 7, "text": "SIKHS and a Jain temple."}])
+    assert rec["text"] == "JAINS and a Sikh temple."
+    assert rec["provenance"]["wsd_model"] is None and rec["id"] == "7#sub1"
+    assert b._model is None
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x", "biasers": [{"plural": "ys"}, {"singular": "z"}]}')
+    with pytest.raises(BuilderConfigError, match="biaser 1 needs a non-empty 'singular'"):
+        BiasProducer.from_file(bad)
