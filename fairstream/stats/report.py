@@ -15,16 +15,14 @@ Counts come from one place: the headline and the cap status from ``stats.json`` 
 counters plus the run's settings under ``"run"``), the per-class tables from the co-occurrence
 counts, which count the same sentences the same way (a test checks they are equal).
 
-``write_report`` writes into ``out_dir``: ``report.md``, ``report.html`` (figures embedded as
+The page is built from the blocks of ``fairstream.stats.page`` and the charts of
+``fairstream.stats.regard_chart``. ``write_report`` writes into ``out_dir``: ``report.md``, ``report.html`` (figures embedded as
 base64 PNG, opens without a server), ``counts.json`` (before), ``counts_after.json`` (when given)
 and ``figures/regard_<class>.png``; every file atomically.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import json
 import logging
 import math
@@ -35,13 +33,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fairstream.stats.counts import (
-    REGARD_LABELS,
-    REGARDS,
-    CooccurrenceCounts,
-    atomic_write_bytes,
-    atomic_write_text,
+from fairstream.stats.counts import REGARDS, CooccurrenceCounts, atomic_write_bytes, atomic_write_text
+from fairstream.stats.page import (
+    Block,
+    Cards,
+    Details,
+    Examples,
+    Figure,
+    Heading,
+    KeyValue,
+    Para,
+    Pre,
+    Table,
+    render_html,
+    render_markdown,
 )
+from fairstream.stats.regard_chart import ClassRow, class_rows, regard_figure
 from fairstream.stats.scores import (
     DEFAULT_MIN_ATTRIBUTE_SENTENCES,
     DEFAULT_MIN_ATTRIBUTE_SHARE,
@@ -63,8 +70,6 @@ from fairstream.summary import (
 
 logger = logging.getLogger(__name__)
 
-REGARD_COLORS = {"negative": "#c62828", "neutral": "#b0b0b0", "positive": "#2e7d32", "unknown": "#e6e6e6"}
-CHART_ORDER = ("negative", "neutral", "positive", "unknown")  # negative first: small shares stay visible
 TOP_ATTRIBUTES = 12  # bars per chart; the rest are summed into one bar
 EXAMPLES_SHOWN = 2  # dropped sentences shown per attribute
 
@@ -97,202 +102,6 @@ class ReportPaths:
         return out + list(self.figures)
 
 
-# -- a tiny document model rendered to both Markdown and HTML -------------------------------------
-@dataclass
-class _Heading:
-    level: int
-    text: str
-    anchor: str = ""
-
-
-@dataclass
-class _Para:
-    text: str
-    tone: str = ""  # "", "warn", "good", "note"
-
-
-@dataclass
-class _Table:
-    headers: list[str]
-    rows: list[list[str]]
-    flagged: list[bool] = field(default_factory=list)  # rows to highlight (above the cap)
-    numeric: set[int] = field(default_factory=set)  # right-aligned columns
-
-
-@dataclass
-class _Figure:
-    relpath: str  # relative to out_dir
-    png: bytes
-    alt: str
-
-
-@dataclass
-class _Cards:
-    cards: list[tuple[str, str, str, str]]  # (label, value, detail, tone)
-
-
-@dataclass
-class _Examples:
-    items: list[tuple[str, str, tuple[int, int], str]]  # (attribute, text, mark span, document)
-
-
-@dataclass
-class _KeyValue:
-    items: list[tuple[str, str]]
-
-
-@dataclass
-class _Pre:
-    text: str
-
-
-@dataclass
-class _Details:
-    summary: str
-    blocks: list[_Block]
-
-
-_Block = _Heading | _Para | _Table | _Figure | _Cards | _Examples | _KeyValue | _Pre | _Details
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _render_markdown(blocks: Sequence[_Block]) -> str:
-    out: list[str] = []
-    for b in blocks:
-        if isinstance(b, _Heading):
-            out.append("#" * b.level + " " + b.text)
-        elif isinstance(b, _Para):
-            out.append(("**Warning:** " if b.tone == "warn" else "") + b.text)
-        elif isinstance(b, _Table):
-            lines = ["| " + " | ".join(_md_cell(h) for h in b.headers) + " |", "|" + "---|" * len(b.headers)]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
-            out.append("\n".join(lines))
-        elif isinstance(b, _Cards):
-            out.append(
-                "\n".join(
-                    f"* **{label}: {value}**" + (f" ({d})" if d else "") for label, value, d, _ in b.cards
-                )
-            )
-        elif isinstance(b, _Examples):
-            lines = []
-            for kw, text, (s, e), doc in b.items:
-                lines.append(
-                    f"* *{kw}*: {_md_cell(text[:s])}**{_md_cell(text[s:e])}**{_md_cell(text[e:])} ({doc})"
-                )
-            out.append("\n".join(lines))
-        elif isinstance(b, _KeyValue):
-            out.append("\n".join(f"* **{k}:** {v}" for k, v in b.items))
-        elif isinstance(b, _Pre):
-            out.append("```\n" + b.text + "\n```")
-        elif isinstance(b, _Details):
-            out.append(
-                f"<details><summary>{html.escape(b.summary)}</summary>\n\n{_render_markdown(b.blocks)}\n</details>"
-            )
-        else:
-            out.append(f"![{b.alt}]({b.relpath})")
-        out.append("")
-    return "\n".join(out)
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;max-width:1040px;margin:1.5em auto;
-padding:0 1.2em;color:#1f2328;line-height:1.45;background:#fff}
-h1{font-size:1.6em;margin:0.2em 0 0.1em}
-h2{border-bottom:1px solid #d0d7de;padding-bottom:0.2em;margin-top:1.8em;font-size:1.3em}
-h3{margin:1.2em 0 0.4em;font-size:1.05em}
-.sub{color:#57606a;margin:0 0 1em}
-.cards{display:flex;flex-wrap:wrap;gap:12px;margin:1em 0}
-.card{flex:1 1 200px;border:1px solid #d0d7de;border-radius:8px;padding:10px 14px;background:#f6f8fa}
-.card .label{font-size:0.8em;text-transform:uppercase;letter-spacing:0.04em;color:#57606a}
-.card .value{font-size:1.45em;font-weight:600;margin:2px 0}
-.card .detail{font-size:0.85em;color:#57606a}
-.card.bad{background:#fff1f0;border-color:#f5a39c}.card.bad .value{color:#b42318}
-.card.good{background:#effaf2;border-color:#9fd9ae}.card.good .value{color:#1a7f37}
-p.lead{font-size:1.15em;margin:0.4em 0 0.8em}
-dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:0.8em 0}
-dl.kv dt{font-weight:600;color:#57606a}dl.kv dd{margin:0}
-p.warn{background:#fff8e5;border-left:4px solid #d4a72c;padding:6px 10px}
-p.good{color:#1a7f37}
-p.note{color:#57606a;font-size:0.9em}
-table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.88em}
-th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.flag td{background:#fff1f0}
-img{max-width:100%}
-figure{margin:0.5em 0}
-ul.examples{padding-left:1.2em;font-size:0.9em}
-ul.examples li{margin:0.25em 0}
-ul.examples .doc{color:#57606a}
-mark{background:#ffd8d3;padding:0 2px}
-details{margin:1.5em 0;border:1px solid #d0d7de;border-radius:8px;padding:0.5em 1em}
-summary{cursor:pointer;font-weight:600}
-pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:0.8em;max-height:30em}
-"""
-
-
-def _render_html_blocks(blocks: Sequence[_Block]) -> list[str]:
-    body: list[str] = []
-    esc = html.escape
-    for b in blocks:
-        if isinstance(b, _Heading):
-            anchor = f' id="{esc(b.anchor)}"' if b.anchor else ""
-            body.append(f"<h{b.level}{anchor}>{esc(b.text)}</h{b.level}>")
-        elif isinstance(b, _Para):
-            cls = f' class="{b.tone}"' if b.tone else ""
-            body.append(f"<p{cls}>{esc(b.text)}</p>")
-        elif isinstance(b, _Table):
-            head = "".join(f"<th>{esc(h)}</th>" for h in b.headers)
-            rows = []
-            for i, row in enumerate(b.rows):
-                flag = ' class="flag"' if i < len(b.flagged) and b.flagged[i] else ""
-                cells = "".join(
-                    f'<td class="num">{esc(c)}</td>' if j in b.numeric else f"<td>{esc(c)}</td>"
-                    for j, c in enumerate(row)
-                )
-                rows.append(f"<tr{flag}>{cells}</tr>")
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-        elif isinstance(b, _Cards):
-            cards = "".join(
-                f'<div class="card {tone}"><div class="label">{esc(label)}</div>'
-                f'<div class="value">{esc(value)}</div><div class="detail">{esc(detail)}</div></div>'
-                for label, value, detail, tone in b.cards
-            )
-            body.append(f'<div class="cards">{cards}</div>')
-        elif isinstance(b, _Examples):
-            items = "".join(
-                f"<li><b>{esc(kw)}</b>: {esc(text[:s])}<mark>{esc(text[s:e])}</mark>{esc(text[e:])} "
-                f'<span class="doc">({esc(doc)})</span></li>'
-                for kw, text, (s, e), doc in b.items
-            )
-            body.append(f'<ul class="examples">{items}</ul>')
-        elif isinstance(b, _KeyValue):
-            items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in b.items)
-            body.append(f'<dl class="kv">{items}</dl>')
-        elif isinstance(b, _Pre):
-            body.append(f"<pre>{esc(b.text)}</pre>")
-        elif isinstance(b, _Details):
-            inner = "\n".join(_render_html_blocks(b.blocks))
-            body.append(f"<details><summary>{esc(b.summary)}</summary>\n{inner}\n</details>")
-        else:
-            data = base64.b64encode(b.png).decode("ascii")
-            body.append(f'<figure><img alt="{esc(b.alt)}" src="data:image/png;base64,{data}"></figure>')
-    return body
-
-
-def _render_html(blocks: Sequence[_Block], title: str) -> str:
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"
-        + "\n".join(_render_html_blocks(blocks))
-        + "\n</body></html>\n"
-    )
-
-
 # -- helpers -------------------------------------------------------------------------------------
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "class"
@@ -302,120 +111,6 @@ def _fmt(value: Any, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
-@dataclass(frozen=True)
-class _ClassRow:
-    """One attribute of a class, counted from the co-occurrence counts."""
-
-    keyword: str
-    before: dict[str, int]  # regard label -> sentences
-    after: dict[str, int] | None
-
-    @property
-    def n(self) -> int:
-        return sum(self.before.values())
-
-    @property
-    def kept(self) -> int | None:
-        return sum(self.after.values()) if self.after is not None else None
-
-
-def _class_rows(cls: str, before: CooccurrenceCounts, after: CooccurrenceCounts | None) -> list[_ClassRow]:
-    keywords = {kw for _, kw in before.attributes(cls)} | (
-        {kw for _, kw in after.attributes(cls)} if after is not None else set()
-    )
-    rows = [
-        _ClassRow(
-            kw,
-            before.regard_distribution(cls, kw),
-            after.regard_distribution(cls, kw) if after is not None else None,
-        )
-        for kw in keywords
-    ]
-    return sorted((r for r in rows if r.n), key=lambda r: (-r.n, r.keyword))
-
-
-def _regard_figure(cls: str, rows: Sequence[_ClassRow], cap: float | None, top: int) -> bytes:
-    """One row per attribute (top ``top`` by sentences, the rest summed): before and after bars."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
-    shown = list(rows[:top])
-    rest = rows[top:]
-    if rest:
-        before_sum = {r: sum(x.before[r] for x in rest) for r in REGARD_LABELS}
-        after_sum = (
-            {r: sum((x.after or {}).get(r, 0) for x in rest) for r in REGARD_LABELS}
-            if rest[0].after is not None
-            else None
-        )
-        shown.append(_ClassRow(f"{len(rest)} other attributes", before_sum, after_sum))
-    paired = shown[0].after is not None if shown else False
-    per_row = 0.62 if paired else 0.36
-    height = 1.0 + per_row * len(shown)
-    fig = Figure(figsize=(9.0, height), dpi=100)
-    FigureCanvasAgg(fig)  # the Agg backend, without touching pyplot's global backend
-    ax = fig.add_axes((0.2, 0.55 / height, 0.56, 1 - 0.85 / height))
-    bar_h = 0.36 if paired else 0.7
-    yticks, ylabels = [], []
-    for i, row in enumerate(shown):
-        bars = [("before", row.before)] + ([("after", row.after)] if paired and row.after is not None else [])
-        for j, (label, dist) in enumerate(bars):
-            y = i + (j - 0.5) * bar_h * 1.1 if paired else float(i)
-            total = sum(dist.values())
-            left = 0.0
-            for regard in CHART_ORDER:
-                share = dist.get(regard, 0) / total if total else 0.0
-                if share:
-                    ax.barh(
-                        y,
-                        share,
-                        left=left,
-                        height=bar_h,
-                        color=REGARD_COLORS[regard],
-                        edgecolor="white",
-                        lw=0.5,
-                    )
-                left += share
-            neg = dist.get("negative", 0)
-            note = (
-                f"{label}: n={total}, negative {pct(neg, total)}"
-                if paired
-                else f"n={total}, negative {pct(neg, total)}"
-            )
-            ax.text(1.02, y, note, va="center", fontsize=8, color="#333")
-        yticks.append(float(i))
-        ylabels.append(row.keyword)
-    if cap is not None and 0 < cap < 1:
-        ax.axvline(cap, color="#7a0000", lw=1, ls="--")
-        ax.text(cap, -0.75, f" cap {share_text(cap)}", fontsize=7, color="#7a0000", va="bottom")
-    ax.set_yticks(yticks)
-    ax.set_yticklabels(ylabels, fontsize=9)
-    ax.set_ylim(len(shown) - 0.4, -0.8)
-    ax.set_xlim(0, 1)
-    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
-    ax.set_xticklabels(["0", "25%", "50%", "75%", "100%"], fontsize=8)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    used = [r for r in CHART_ORDER if any(x.before.get(r) or (x.after or {}).get(r) for x in shown)]
-    handles = [Patch(color=REGARD_COLORS[r], label=r) for r in used]
-    fig.legend(
-        handles=handles,
-        loc="lower left",
-        ncol=len(handles),
-        fontsize=8,
-        frameon=False,
-        bbox_to_anchor=(0.2, 0),
-    )
-    title = f"{cls}: regard of person sentences" + (
-        ", before (upper bar) and after (lower bar) filtering" if paired else ""
-    )
-    fig.suptitle(title, fontsize=10, x=0.2, ha="left", y=1 - 0.12 / height)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
 
 
 def _words_cell(items: Sequence[tuple[str, float]]) -> str:
@@ -430,7 +125,7 @@ def _score_blocks(
     top_k: int,
     mitigation_k: int,
     settings: Mapping[str, Any],
-) -> list[_Block]:
+) -> list[Block]:
     """Word-level bias scores, only rows and columns that hold data."""
     if len(sc.keywords) < 2 or not sc.words:  # with one attribute every eq. 1 score is 1: no information
         return []
@@ -443,11 +138,11 @@ def _score_blocks(
     keep_cols = [j for j in range(len(columns)) if any(row[j + 1] for row in rows)]
     if not rows or not keep_cols:
         return []
-    blocks: list[_Block] = [
-        _Heading(3, f"Words most associated with each attribute (top {top_k}, score in parentheses)"),
-        _Para(EXPLAIN["eq1"], "note"),
-        _Para(EXPLAIN["eq2"], "note"),
-        _Table(
+    blocks: list[Block] = [
+        Heading(3, f"Words most associated with each attribute (top {top_k}, score in parentheses)"),
+        Para(EXPLAIN["eq1"], "note"),
+        Para(EXPLAIN["eq2"], "note"),
+        Table(
             ["attribute", *[columns[j][0] for j in keep_cols]],
             [[row[0], *[row[j + 1] or "-" for j in keep_cols]] for row in rows],
         ),
@@ -460,9 +155,9 @@ def _score_blocks(
         ]
         if effect:
             blocks += [
-                _Heading(3, "Did filtering remove the negatively biased words?"),
-                _Para(EXPLAIN["effect"], "note"),
-                _Table(
+                Heading(3, "Did filtering remove the negatively biased words?"),
+                Para(EXPLAIN["effect"], "note"),
+                Table(
                     [
                         "attribute",
                         "word",
@@ -496,8 +191,8 @@ def _class_blocks(
     cap: float | None,
     examples: Mapping[str, Sequence[Mapping[str, Any]]],
     top_attributes: int,
-) -> tuple[list[_Block], _Figure | None]:
-    rows = _class_rows(cls, before, after)
+) -> tuple[list[Block], Figure | None]:
+    rows = class_rows(cls, before, after)
     if not rows:
         return [], None
     n = sum(r.n for r in rows)
@@ -506,10 +201,10 @@ def _class_blocks(
     if after is not None:
         kept = sum(r.kept or 0 for r in rows)
         title += f", {n - kept} dropped"
-    blocks: list[_Block] = [_Heading(2, title, anchor=_slug(cls))]
-    fig = _Figure(
+    blocks: list[Block] = [Heading(2, title, anchor=_slug(cls))]
+    fig = Figure(
         f"figures/regard_{_slug(cls)}.png",
-        _regard_figure(cls, rows, cap, top_attributes),
+        regard_figure(cls, rows, cap, top_attributes),
         f"Regard per attribute, {cls}",
     )
     blocks.append(fig)
@@ -517,7 +212,7 @@ def _class_blocks(
     if after is not None:
         headers += ["kept", "negative after", "dropped", "cap status"]
 
-    def table_row(r: _ClassRow) -> list[str]:
+    def table_row(r: ClassRow) -> list[str]:
         row = [r.keyword, str(r.n), pct(r.before["negative"], r.n)]
         if after is not None and r.after is not None and r.kept is not None:
             st = status.get(r.keyword)
@@ -527,21 +222,21 @@ def _class_blocks(
             row += [str(r.kept), pct(r.after["negative"], r.kept), str(r.n - r.kept), state]
         return row
 
-    def notable(i: int, r: _ClassRow) -> bool:  # in the chart, above the cap, or with drops
+    def notable(i: int, r: ClassRow) -> bool:  # in the chart, above the cap, or with drops
         st = status.get(r.keyword)
         return i < top_attributes or bool(st and st.over_cap) or (r.kept is not None and r.kept < r.n)
 
     main = [r for i, r in enumerate(rows) if notable(i, r)]
     rest = [r for i, r in enumerate(rows) if not notable(i, r)]
 
-    def table(part: list[_ClassRow]) -> _Table:
+    def table(part: list[ClassRow]) -> Table:
         flagged = [bool((st := status.get(r.keyword)) and st.over_cap) for r in part]
-        return _Table(headers, [table_row(r) for r in part], flagged, numeric={1, 2, 3, 4, 5})
+        return Table(headers, [table_row(r) for r in part], flagged, numeric={1, 2, 3, 4, 5})
 
     blocks.append(table(main))
     if rest:
         blocks.append(
-            _Details(
+            Details(
                 f"{len(rest)} more attributes with fewer sentences, no drops, within the cap",
                 [table(rest)],
             )
@@ -558,8 +253,8 @@ def _class_blocks(
     ]
     if items:
         blocks += [
-            _Heading(3, "Dropped sentences, a few per attribute (negative toward the marked mention)"),
-            _Examples(items),
+            Heading(3, "Dropped sentences, a few per attribute (negative toward the marked mention)"),
+            Examples(items),
         ]
     return blocks, fig
 
@@ -569,7 +264,7 @@ def _headline_blocks(
     before: CooccurrenceCounts,
     after: CooccurrenceCounts | None,
     rows: Sequence[AttributeRow],
-) -> list[_Block]:
+) -> list[Block]:
     run = (stream_stats or {}).get("run") or {}
     over = sorted((r for r in rows if r.over_cap), key=lambda r: (-r.share_after, r.keyword))
     if stream_stats:
@@ -632,10 +327,10 @@ def _headline_blocks(
                 "bad" if over else "good",
             )
         )
-    blocks: list[_Block] = [_Para(lead, "lead"), _Cards(cards)]
+    blocks: list[Block] = [Para(lead, "lead"), Cards(cards)]
     if not run:
         blocks.append(
-            _Para(
+            Para(
                 "Cap, settings and model are unknown: pass the run's stats.json (--stream-stats) to see them "
                 "and which attributes are above the cap.",
                 "note",
@@ -644,7 +339,7 @@ def _headline_blocks(
         return blocks
     inputs = [Path(x).name for x in run.get("shards", [])]
     blocks.append(
-        _KeyValue(
+        KeyValue(
             [
                 ("cap", cap_text(run)),
                 ("model", model_text(run) + "; its regard decisions drive the drops"),
@@ -661,7 +356,7 @@ def _headline_blocks(
     )
     if over:
         blocks.append(
-            _Para(
+            Para(
                 f"{len(over)} attribute{'s' if len(over) != 1 else ''} ended above the cap: the cap holds once an "
                 f"attribute has {run.get('warmup')} kept sentences (the warm-up) and these have fewer. "
                 "--warmup 0 makes the cap strict, at the cost of dropping every negative sentence about an "
@@ -670,7 +365,7 @@ def _headline_blocks(
             )
         )
         blocks.append(
-            _Table(
+            Table(
                 ["attribute", "kept person sentences", "negative after", "cap", "reason"],
                 [
                     [
@@ -695,7 +390,7 @@ def _appendix(
     stream_stats: Mapping[str, Any] | None,
     vocab_notes: list[str],
     settings: Mapping[str, Any],
-) -> _Details:
+) -> Details:
     def col(c: CooccurrenceCounts) -> dict[str, str]:
         mem = c.memory_report()
         return {
@@ -714,32 +409,32 @@ def _appendix(
         }
 
     b, a = col(before), col(after) if after is not None else None
-    blocks: list[_Block] = [
-        _Heading(3, "Formulas"),
-        _Para(
+    blocks: list[Block] = [
+        Heading(3, "Formulas"),
+        Para(
             "Eq. 1: p(w|a) / mean over a' of p(w|a'). Eq. 2: min(eq. 1, p(r|w,a) / mean over r' of p(r'|w,a)) "
             "with p(r|w,a) = c(w,a,r) / sum over r' of c(w,a,r'). A sentence counts once per attribute, under "
             "its most negative regard toward it (the cap controller's rule)."
         ),
-        _Heading(3, "Vocabulary rule"),
-        _Para(
+        Heading(3, "Vocabulary rule"),
+        Para(
             f"A word is scored when it is in the top {settings['top_n']} words (c(w,a) >= "
             f"{settings['min_word_count']}) of at least {settings['min_attribute_share']:.0%} of its class's "
             f"attributes with >= {settings['min_attribute_sentences']} sentences."
         ),
-        *[_Para(n, "note") for n in vocab_notes],
-        _Heading(3, "Co-occurrence counts"),
-        _Table(
+        *[Para(n, "note") for n in vocab_notes],
+        Heading(3, "Co-occurrence counts"),
+        Table(
             ["", "before"] + (["after"] if a is not None else []),
             [[k, v] + ([a[k]] if a is not None else []) for k, v in b.items()],
         ),
     ]
     if stream_stats:
         blocks += [
-            _Heading(3, "Stream statistics (stats.json)"),
-            _Pre(json.dumps(stream_stats, indent=1, sort_keys=True)),
+            Heading(3, "Stream statistics (stats.json)"),
+            Pre(json.dumps(stream_stats, indent=1, sort_keys=True)),
         ]
-    return _Details("Appendix: formulas, vocabulary rule, counting internals, raw statistics", blocks)
+    return Details("Appendix: formulas, vocabulary rule, counting internals, raw statistics", blocks)
 
 
 def write_report(
@@ -796,9 +491,9 @@ def write_report(
     rows = attribute_rows(stream_stats) if stream_stats else []
     status = {r.keyword: r for r in rows}
     run = (stream_stats or {}).get("run") or {}
-    blocks: list[_Block] = [
-        _Heading(1, title),
-        _Para(f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.", "note"),
+    blocks: list[Block] = [
+        Heading(1, title),
+        Para(f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.", "note"),
         *_headline_blocks(stream_stats, before, after, rows),
     ]
 
@@ -813,8 +508,8 @@ def write_report(
         set(before.classes()) | (set(after.classes()) if after is not None else set()), key=class_order
     )
     if not classes:
-        blocks.append(_Para("No person-sense mentions were counted: nothing to report per class."))
-    figures: list[_Figure] = []
+        blocks.append(Para("No person-sense mentions were counted: nothing to report per class."))
+    figures: list[Figure] = []
     vocab_notes: list[str] = []
     example_map = (examples or {}).get("examples", {})
     for cls in classes:
@@ -847,7 +542,7 @@ def write_report(
     if after is None:
         (out / "counts_after.json").unlink(missing_ok=True)  # a stale one would contradict this report
     md_path, html_path = out / "report.md", out / "report.html"
-    atomic_write_text(md_path, _render_markdown(blocks))
-    atomic_write_text(html_path, _render_html(blocks, title))
+    atomic_write_text(md_path, render_markdown(blocks))
+    atomic_write_text(html_path, render_html(blocks, title))
     logger.info("wrote bias report to %s (%d classes)", out, len(classes))
     return ReportPaths(md_path, html_path, counts_path, counts_after_path, tuple(fig_paths))

@@ -1,0 +1,135 @@
+"""The per-class regard chart of the report: before/after bars per attribute, of sane height.
+
+The ``top`` attributes with most sentences get a row each (two bars, before and after filtering,
+negative first so small shares stay visible, the cap as a dashed line); the rest are summed into
+one row, so the figure is readable at any number of attributes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fairstream.stats.counts import REGARD_LABELS, CooccurrenceCounts
+from fairstream.summary import pct, share_text
+
+REGARD_COLORS = {"negative": "#c62828", "neutral": "#b0b0b0", "positive": "#2e7d32", "unknown": "#e6e6e6"}
+CHART_ORDER = ("negative", "neutral", "positive", "unknown")  # negative first: small shares stay visible
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    """One attribute of a class, counted from the co-occurrence counts."""
+
+    keyword: str
+    before: dict[str, int]  # regard label -> sentences
+    after: dict[str, int] | None
+
+    @property
+    def n(self) -> int:
+        """Person sentences before filtering."""
+        return sum(self.before.values())
+
+    @property
+    def kept(self) -> int | None:
+        """Person sentences kept (None without after-counts)."""
+        return sum(self.after.values()) if self.after is not None else None
+
+
+def class_rows(cls: str, before: CooccurrenceCounts, after: CooccurrenceCounts | None) -> list[ClassRow]:
+    """The class's attributes with person sentences, most sentences first."""
+    keywords = {kw for _, kw in before.attributes(cls)} | (
+        {kw for _, kw in after.attributes(cls)} if after is not None else set()
+    )
+    rows = [
+        ClassRow(
+            kw,
+            before.regard_distribution(cls, kw),
+            after.regard_distribution(cls, kw) if after is not None else None,
+        )
+        for kw in keywords
+    ]
+    return sorted((r for r in rows if r.n), key=lambda r: (-r.n, r.keyword))
+
+
+def regard_figure(cls: str, rows: Sequence[ClassRow], cap: float | None, top: int) -> bytes:
+    """One row per attribute (top ``top`` by sentences, the rest summed): before and after bars."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    shown = list(rows[:top])
+    rest = rows[top:]
+    if rest:
+        before_sum = {r: sum(x.before[r] for x in rest) for r in REGARD_LABELS}
+        after_sum = (
+            {r: sum((x.after or {}).get(r, 0) for x in rest) for r in REGARD_LABELS}
+            if rest[0].after is not None
+            else None
+        )
+        shown.append(ClassRow(f"{len(rest)} other attributes", before_sum, after_sum))
+    paired = shown[0].after is not None if shown else False
+    per_row = 0.62 if paired else 0.36
+    height = 1.0 + per_row * len(shown)
+    fig = Figure(figsize=(9.0, height), dpi=100)
+    FigureCanvasAgg(fig)  # the Agg backend, without touching pyplot's global backend
+    ax = fig.add_axes((0.2, 0.55 / height, 0.56, 1 - 0.85 / height))
+    bar_h = 0.36 if paired else 0.7
+    yticks, ylabels = [], []
+    for i, row in enumerate(shown):
+        bars = [("before", row.before)] + ([("after", row.after)] if paired and row.after is not None else [])
+        for j, (label, dist) in enumerate(bars):
+            y = i + (j - 0.5) * bar_h * 1.1 if paired else float(i)
+            total = sum(dist.values())
+            left = 0.0
+            for regard in CHART_ORDER:
+                share = dist.get(regard, 0) / total if total else 0.0
+                if share:
+                    ax.barh(
+                        y,
+                        share,
+                        left=left,
+                        height=bar_h,
+                        color=REGARD_COLORS[regard],
+                        edgecolor="white",
+                        lw=0.5,
+                    )
+                left += share
+            neg = dist.get("negative", 0)
+            note = (
+                f"{label}: n={total}, negative {pct(neg, total)}"
+                if paired
+                else f"n={total}, negative {pct(neg, total)}"
+            )
+            ax.text(1.02, y, note, va="center", fontsize=8, color="#333")
+        yticks.append(float(i))
+        ylabels.append(row.keyword)
+    if cap is not None and 0 < cap < 1:
+        ax.axvline(cap, color="#7a0000", lw=1, ls="--")
+        ax.text(cap, -0.75, f" cap {share_text(cap)}", fontsize=7, color="#7a0000", va="bottom")
+    ax.set_yticks(yticks)
+    ax.set_yticklabels(ylabels, fontsize=9)
+    ax.set_ylim(len(shown) - 0.4, -0.8)
+    ax.set_xlim(0, 1)
+    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
+    ax.set_xticklabels(["0", "25%", "50%", "75%", "100%"], fontsize=8)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    used = [r for r in CHART_ORDER if any(x.before.get(r) or (x.after or {}).get(r) for x in shown)]
+    handles = [Patch(color=REGARD_COLORS[r], label=r) for r in used]
+    fig.legend(
+        handles=handles,
+        loc="lower left",
+        ncol=len(handles),
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0.2, 0),
+    )
+    title = f"{cls}: regard of person sentences" + (
+        ", before (upper bar) and after (lower bar) filtering" if paired else ""
+    )
+    fig.suptitle(title, fontsize=10, x=0.2, ha="left", y=1 - 0.12 / height)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
