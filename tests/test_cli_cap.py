@@ -53,7 +53,7 @@ def test_warmup_0_keeps_every_attribute_within_the_cap_and_costs_drops(tiny_mode
     }
 
 
-@pytest.mark.parametrize("bad", ["x", "1.5"])
+@pytest.mark.parametrize("bad", ["-1", "x", "1.5"])
 def test_bad_warmup_is_one_line_naming_the_option(bad: str, tmp_path: Path, capsys):
     try:
         code = main(["filter", str(sample_corpus_path()), "-o", str(tmp_path / "o"), "--warmup", bad])
