@@ -210,7 +210,7 @@ def _class_blocks(
     blocks.append(fig)
     headers = ["attribute", "person sentences", "negative before"]
     if after is not None:
-        headers += ["kept", "negative after", "dropped", "cap status"]
+        headers += ["kept", "negative after", "dropped"] + (["cap status"] if status else [])
 
     def table_row(r: ClassRow) -> list[str]:
         row = [r.keyword, str(r.n), pct(r.before["negative"], r.n)]
@@ -219,7 +219,9 @@ def _class_blocks(
             state = (
                 ("ABOVE CAP: " + st.reason) if st is not None and st.over_cap else ("within" if st else "")
             )
-            row += [str(r.kept), pct(r.after["negative"], r.kept), str(r.n - r.kept), state]
+            row += [str(r.kept), pct(r.after["negative"], r.kept), str(r.n - r.kept)] + (
+                [state] if status else []
+            )
         return row
 
     def notable(i: int, r: ClassRow) -> bool:  # in the chart, above the cap, or with drops
