@@ -18,7 +18,8 @@ from fairstream.models.runtime import JointModel, default_model_dir
 def test_shipped_files_are_small_and_complete():
     folder = default_model_dir()
     cfg = json.loads((folder / "config.json").read_text())
-    assert cfg["name"] == "fairstream-joint-v2"
+    assert cfg["name"] == "fairstream-joint-v2.1"  # joint-v2 weights, per-row activation quantization
+    assert cfg["batch_invariant"] is True
     for name in (*cfg["onnx"].values(), "tokenizer.json"):
         size = (folder / name).stat().st_size
         assert 0 < size < 30e6, (name, size)
