@@ -191,6 +191,10 @@ def format_summary(summary: Mapping[str, Any], top: int = TOP_ROWS) -> str:
             "",
         ]
         lines.append("")
+        lines.append(
+            "  per attribute: sentences naming people with it, their negative-regard share, and how many"
+            " of them were kept / dropped"
+        )
         lines += ["  " + s for s in _table(headers, table, right={1, 2, 3, 4, 5})]
         rest = len(within) - min(top, len(within))
         if rest:
