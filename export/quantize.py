@@ -76,6 +76,49 @@ def is_batch_invariant(model_path: Path) -> bool:
     return not any(n.op_type == "DynamicQuantizeLinear" for n in model.graph.node)
 
 
+def fp32_activation_reference(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The same int8 weights, dequantized, with fp32 activations: isolates activation rounding.
+
+    Takes a per-tensor dynamic int8 graph (``quantize_dynamic_int8``); used to measure how far each
+    activation scheme moves decisions when no fp32 export of the weights is at hand.
+    """
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    nodes = [onnx.NodeProto.FromString(n.SerializeToString()) for n in graph.node]
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    producers: dict[str, onnx.NodeProto] = {}
+    for node in nodes:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+        for name in node.output:
+            producers[name] = node
+    dropped: set[int] = set()
+    swapped: dict[int, onnx.NodeProto] = {}
+    for mm in nodes:
+        if mm.op_type != "MatMulInteger":
+            continue
+        quantizer = producers[mm.input[0]]
+        (cast,) = consumers[mm.output[0]]
+        (out_mul,) = consumers[cast.output[0]]
+        scales = producers[next(i for i in out_mul.input if i != cast.output[0])]
+        w_scale = next(i for i in scales.input if i in inits)
+        w = numpy_helper.to_array(inits[mm.input[1]]).astype(np.float32) * numpy_helper.to_array(
+            inits[w_scale]
+        )
+        graph.initializer.append(_const(f"{mm.input[1]}/fp32", w.astype(np.float32)))
+        swapped[id(mm)] = helper.make_node(
+            "MatMul", [quantizer.input[0], f"{mm.input[1]}/fp32"], [out_mul.output[0]]
+        )
+        dropped.update({id(quantizer), id(cast), id(out_mul), id(scales)})
+    del graph.node[:]
+    graph.node.extend(swapped.get(id(n), n) for n in nodes if id(n) not in dropped)
+    used = {name for n in graph.node for name in n.input}
+    for init in [i for i in graph.initializer if i.name not in used]:
+        graph.initializer.remove(init)
+    onnx.checker.check_model(model)
+    return model
+
+
 def _const(name: str, value: np.ndarray) -> onnx.TensorProto:
     return numpy_helper.from_array(value, name)
 
