@@ -38,7 +38,7 @@ class DocumentScan:
     """What the front of the pipeline found in one document."""
 
     has_keyword: bool
-    n_sentences: int = 0  # sentences in the blocks that were split (those with keywords)
+    n_sentences: int = 0  # sentences located (those holding a keyword; the rest is never split)
     candidates: list[CandidateSentence] = field(default_factory=list)
     n_mention_sentences_out_of_length: int = 0
 
@@ -64,14 +64,16 @@ class CandidateExtractor:
         mentions = self.detector.find(text)  # one scan; documents without keywords stop here
         if not mentions:
             return DocumentScan(has_keyword=False)
-        # split only the blocks (paragraphs) that contain mentions
+        # locate only the sentences that hold mentions, within their blocks (paragraphs)
         blocks = block_spans(text)
         block_starts = [b[0] for b in blocks]
-        wanted = sorted({bisect.bisect_right(block_starts, m.start) - 1 for m in mentions})
+        by_block: dict[int, list[int]] = {}
+        for m in mentions:
+            by_block.setdefault(bisect.bisect_right(block_starts, m.start) - 1, []).append(m.start)
         spans: list[tuple[int, int]] = []
-        for b in wanted:
+        for b, starts in sorted(by_block.items()):
             bs, be = blocks[b]
-            spans.extend(self.splitter.spans(text[bs:be], offset=bs))
+            spans.extend(self.splitter.spans_at(text[bs:be], [p - bs for p in starts], offset=bs))
         scan = DocumentScan(has_keyword=True, n_sentences=len(spans))
         starts = [s for s, _ in spans]
         grouped: dict[int, list[Mention]] = {}

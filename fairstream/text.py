@@ -6,10 +6,12 @@ can keep the rest of the document byte-for-byte, whitespace included.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
@@ -125,6 +127,29 @@ class SentenceSplitter:
                 f"such input is usually broken extraction: skip the document ({option('on_error', 'skip')})"
             ) from None
 
+    def spans_at(self, text: str, positions: Iterable[int], offset: int = 0) -> list[tuple[int, int]]:
+        """The sentences of ``spans(text)`` that the given positions fall in, without splitting the rest.
+
+        Returns a sorted part of ``spans(text, offset)`` holding, for every position ``p`` (into
+        ``text``), the last span that starts at or before ``p`` (if any), so assigning each position
+        to that span gives what the full split would. Punkt decides each potential sentence end from
+        its local context alone; only the ends next to a position are decided here, which is most of
+        the saving on long paragraphs with one keyword.
+        """
+        tokenizer = self._tokenizer or self._load()
+        if not _PunktBreaks.supported(tokenizer):  # an NLTK without the methods used: split it all
+            spans = self.spans(text)
+            return [(s + offset, e + offset) for s, e in _last_spans(spans, positions)]
+        try:
+            breaks = _PunktBreaks(tokenizer, text)
+            found = {span for p in positions if (span := breaks.span_at(p)) is not None}
+        except TimeoutError as exc:
+            raise FairStreamError(
+                f"sentence splitting of a {len(text):,}-character block timed out in NLTK ({exc}); "
+                f"such input is usually broken extraction: skip the document ({option('on_error', 'skip')})"
+            ) from None
+        return [(s + offset, e + offset) for s, e in sorted(found)]
+
     def split(self, text: str) -> list[str]:
         """The sentences of ``text`` as strings."""
         return [text[s:e] for s, e in self.spans(text)]
@@ -135,6 +160,92 @@ class SentenceSplitter:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["kind"], state["language"])  # type: ignore[misc]
+
+
+def _last_spans(spans: list[tuple[int, int]], positions: Iterable[int]) -> list[tuple[int, int]]:
+    starts = [s for s, _ in spans]
+    picked = {i for p in positions if (i := bisect.bisect_right(starts, p) - 1) >= 0}
+    return [spans[i] for i in sorted(picked)]
+
+
+class _PunktBreaks:
+    """Punkt's sentence spans of one text, with each potential sentence end decided only on demand.
+
+    A port of ``PunktSentenceTokenizer._slices_from_text`` and ``_realign_boundaries`` (NLTK 3.9+)
+    that evaluates ``text_contains_sentbreak`` (Punkt's costly step) lazily. The candidate ends and
+    their contexts come from NLTK's own ``_match_potential_end_contexts``; tests compare the result
+    with ``span_tokenize`` on real paragraphs and generated text.
+    """
+
+    def __init__(self, tokenizer: Any, text: str) -> None:
+        self.tokenizer = tokenizer
+        self.text = text
+        self.realign = tokenizer._lang_vars.re_boundary_realignment
+        pairs = list(tokenizer._match_potential_end_contexts(text))
+        self.ends = [m.end() for m, _ in pairs]
+        self.contexts = [c for _, c in pairs]
+        # where the sentence after each candidate end starts (NLTK: next token, else right after)
+        self.next_starts = [m.start("next_tok") if m.group("next_tok") else m.end() for m, _ in pairs]
+        self.n = len(pairs)
+        self.stop = len(text.rstrip())
+        self._known: dict[int, bool] = {}
+
+    @staticmethod
+    def supported(tokenizer: Any) -> bool:
+        return (
+            hasattr(tokenizer, "_match_potential_end_contexts")
+            and hasattr(tokenizer, "text_contains_sentbreak")
+            and hasattr(getattr(tokenizer, "_lang_vars", None), "re_boundary_realignment")
+        )
+
+    def _is_break(self, k: int) -> bool:
+        known = self._known.get(k)
+        if known is None:
+            known = self._known[k] = bool(self.tokenizer.text_contains_sentbreak(self.contexts[k]))
+        return known
+
+    def _break_at_or_before(self, k: int) -> int:
+        while k >= 0 and not self._is_break(k):
+            k -= 1
+        return k  # -1: the text's start
+
+    def _break_at_or_after(self, k: int) -> int:
+        while k < self.n and not self._is_break(k):
+            k += 1
+        return k  # n: the text's end
+
+    def _raw(self, after: int, until: int) -> slice:
+        """The unaligned sentence after break ``after`` (-1: start) up to break ``until`` (n: end)."""
+        return slice(
+            0 if after < 0 else self.next_starts[after], self.stop if until >= self.n else self.ends[until]
+        )
+
+    def _span(self, after: int) -> tuple[int, int] | None:
+        """The realigned sentence after break ``after``, or None where NLTK yields none (empty)."""
+        until = self._break_at_or_after(after + 1)
+        raw = self._raw(after, until)
+        start = raw.start
+        if after >= 0:  # every sentence but the first loses leading closing punctuation
+            m = self.realign.match(self.text[raw])
+            if m:
+                start += m.end()
+        if until < self.n:  # ... which goes to the sentence before it
+            nxt = self._raw(until, self._break_at_or_after(until + 1))
+            m = self.realign.match(self.text[nxt])
+            if m:
+                return start, nxt.start + len(m.group(0).rstrip())
+        return (start, raw.stop) if self.text[start : raw.stop] else None
+
+    def span_at(self, pos: int) -> tuple[int, int] | None:
+        """The last sentence span starting at or before ``pos`` (None if there is none)."""
+        after = self._break_at_or_before(bisect.bisect_right(self.next_starts, pos) - 1)
+        while True:
+            span = self._span(after)
+            if span is not None and span[0] <= pos:
+                return span
+            if after < 0:
+                return None
+            after = self._break_at_or_before(after - 1)
 
 
 def _fallback_punkt() -> Any:

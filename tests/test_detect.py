@@ -94,3 +94,19 @@ def test_prefilter_never_misses(text: str):
     if expected:  # the prefilter may over-report (e.g. after "İ" lowers to two characters), never miss
         assert DET.has_any(text), text
     assert bool(DET.find(text)) == expected, text
+
+
+def regex_reference(text: str, tax: Taxonomy) -> list[tuple[int, int, str]]:
+    """The matching rules as one case-insensitive regex: whole words, longest form first."""
+    forms = sorted(tax.forms, key=len, reverse=True)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, forms)) + r")(?!\w)", re.IGNORECASE)
+    return [(m.start(), m.end(), m.group(0)) for m in pattern.finditer(text)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.text(alphabet, max_size=12), keywordish), max_size=8).map("".join))
+def test_automaton_equals_regex_reference(text: str):
+    """The Aho-Corasick scan reports exactly the regex's matches: offsets, surfaces, longest form."""
+    got = DET.find(text)
+    assert [(m.start, m.end, m.surface) for m in got] == regex_reference(text, DET.taxonomy), text
+    assert DET.has_any(text) == bool(got)

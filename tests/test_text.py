@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import bisect
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fairstream.candidates import CandidateExtractor
 from fairstream.errors import FairStreamError, InvalidDocumentError
@@ -71,7 +74,7 @@ def test_candidates_group_mentions_by_sentence_with_document_offsets():
         "The Asian and Muslim students in the town organised a very large festival for everyone last weekend, yes."
     )
     scan = CandidateExtractor().scan(doc)
-    assert scan.has_keyword and scan.n_sentences == 2
+    assert scan.has_keyword and scan.n_sentences == 1  # the sentence without a keyword is never split
     (cand,) = scan.candidates
     assert [(doc[m.start : m.end], m.keyword) for m in cand.mentions] == [
         ("Asian", "asian"),
@@ -125,3 +128,62 @@ def test_block_spans_cut_paragraphs_and_long_runs():
     # blocks are ordered, disjoint and cover every non-blank character
     covered = "".join(text[s:e] for s, e in blocks)
     assert covered.replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
+
+
+def _last_span_per_position(spans: list[tuple[int, int]], positions: list[int]) -> set[tuple[int, int]]:
+    starts = [s for s, _ in spans]
+    return {spans[i] for p in positions if (i := bisect.bisect_right(starts, p) - 1) >= 0}
+
+
+def _check_spans_at(splitter: SentenceSplitter, text: str, positions: list[int]) -> None:
+    full = splitter.spans(text)
+    part = splitter.spans_at(text, positions, offset=7)
+    assert part == sorted(part) and {(s - 7, e - 7) for s, e in part} <= set(full), text
+    # every position lands in the same sentence as with the full split
+    assert _last_span_per_position([(s - 7, e - 7) for s, e in part], positions) == _last_span_per_position(
+        full, positions
+    ), text
+
+
+@pytest.mark.parametrize("kind", ["punkt", "fallback"])
+def test_spans_at_equals_full_split_on_real_paragraphs(kind, shared_dir):
+    """The lazy split decides only the sentence ends near the asked positions, with the same result."""
+    import gzip
+    import json
+    import random
+
+    from fairstream.text import block_spans
+
+    splitter, rng = SentenceSplitter(kind), random.Random(0)  # type: ignore[arg-type]
+    path = shared_dir / "data" / "corpus" / "fineweb-edu-sample.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for line, _ in zip(f, range(150), strict=False)]
+    n = 0
+    for text in texts:
+        for bs, be in block_spans(text):
+            block = text[bs:be]
+            _check_spans_at(splitter, block, [rng.randrange(len(block)) for _ in range(3)])
+            n += 1
+    assert n > 100
+
+
+_sentencey = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["Dr.", "Mr.", "U.S.", "e.g.", "p.m.", "(", ")", '"', "'", "...", "?!", "--", "\n", "1."]
+        ),
+        st.text(st.sampled_from(list("abcXYZ .!?)\"'-\n")), max_size=8),
+    ),
+    max_size=25,
+).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sentencey, st.lists(st.integers(0, 400), min_size=1, max_size=4))
+def test_spans_at_equals_full_split_on_generated_text(text, positions):
+    if not text:
+        return
+    _check_spans_at(_PUNKT, text, [p % len(text) for p in positions])
+
+
+_PUNKT = SentenceSplitter("punkt")
