@@ -1,0 +1,518 @@
+"""PyTorch inference backend of the joint model: the GPU path (fp16/bf16), also runnable on CPU (fp32).
+
+The weights come from the model folder's ONNX graph, so no second weights file is shipped: int8
+MatMul weights are dequantized per output channel (``(W_q - zp) * scale``), the int8 embedding
+tables with their scale and zero point, and biases / LayerNorm parameters are named initializers.
+The architecture (layers, hidden and intermediate sizes, heads, LayerNorm epsilon, pooling) is
+read from the same graph. An fp32 or fp16 graph in the folder is preferred over int8 (exact weights).
+
+The activations are not quantized here, so the torch model is the int8 model's weights with fp32 (or
+fp16 / bf16) activations: it agrees with the int8 ONNX model within the activation rounding (tested
+on the expert dev set, see ``tests/test_torch_backend.py``).
+
+Inference: mentions are tokenized once, sorted by token length and cut into batches padded only to
+their own longest row; attention is ``scaled_dot_product_attention`` (transformers' ``"sdpa"``).
+On CUDA the batch size is sized from free GPU memory and sequence length unless given, and host
+tensors are pinned for asynchronous copies. torch, transformers and onnx are imported only when a
+``TorchJointModel`` loads (``pip install 'fairstream[torch]'``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fairstream.errors import MissingDependencyError, ModelError
+from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, encode_batch
+from fairstream.models.runtime import JointModel, Prediction
+
+logger = logging.getLogger(__name__)
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+# rows per batch on CPU when not given (measured: 16-32 is flat on a 2-core CPU, see benchmarks/)
+CPU_BATCH_SIZE = 32
+# largest auto-sized batch on CUDA; past this the GPU is saturated for a MiniLM-sized encoder
+MAX_AUTO_BATCH = 4096
+_TOKENIZE_CHUNK = 8192  # mentions tokenized at once, bounds the host memory of one predict() call
+
+
+def _require_torch() -> Any:
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{exc.name} is required for the torch backend (device='cuda' / 'auto'): "
+            "pip install 'fairstream[torch]', or use device='cpu' (ONNX Runtime)"
+        ) from exc
+    return torch
+
+
+# -- weights and architecture from the ONNX graph ----------------------------------------------------
+@dataclass
+class ExtractedWeights:
+    """A state dict for :class:`JointCrossEncoder` and the BERT configuration read from a graph."""
+
+    state_dict: dict[str, np.ndarray]
+    config: dict[str, Any]
+    pooling: str
+    source: Path
+
+
+def _module_of_matmul(weight_name: str, output_name: str) -> str:
+    """Module path of a MatMul, from its weight's name or its output's (``/a/b.0/c/MatMul...`` -> ``a.b.0.c``)."""
+    base = re.sub(r"_quantized$", "", weight_name)
+    if base.endswith(".weight_Transposed") or base.endswith(".weight"):
+        return base.rsplit(".weight", 1)[0]
+    path = output_name.lstrip("/").split("/MatMul")[0]
+    return path.replace("/", ".")
+
+
+def extract_weights(onnx_path: Path) -> ExtractedWeights:
+    """Read a joint model's weights and architecture from its ONNX graph (int8, fp16 or fp32).
+
+    Raises:
+        ModelError: the graph is not a BERT-style joint model this reader knows, naming what is
+            missing, so a half-loaded model is never used.
+    """
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "onnx is required to read the weights for the torch backend: pip install 'fairstream[torch]'"
+        ) from exc
+    try:
+        model = onnx.load(str(onnx_path))
+    except Exception as exc:
+        raise ModelError(f"{onnx_path}: cannot read the ONNX graph ({exc}); re-export the model") from None
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    arrays: dict[str, np.ndarray] = {}
+
+    def arr(name: str) -> np.ndarray:
+        if name not in arrays:
+            arrays[name] = numpy_helper.to_array(inits[name])
+        return arrays[name]
+
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    state: dict[str, np.ndarray] = {}
+    for node in graph.node:
+        if node.op_type == "MatMulIntegerToFloat" and node.input[1] in inits:
+            w = arr(node.input[1]).astype(np.float32)
+            zp = arr(node.input[5]).astype(np.float32) if len(node.input) > 5 and node.input[5] else 0.0
+            w = (w - zp) * arr(node.input[3]).astype(np.float32)
+            module = _module_of_matmul(node.input[1], node.output[0])
+            state[f"{module}.weight"] = w.T
+        elif node.op_type == "MatMul" and node.input[1] in inits:
+            module = _module_of_matmul(node.input[1], node.name or node.output[0])
+            state[f"{module}.weight"] = arr(node.input[1]).astype(np.float32).T
+        elif node.op_type == "Gemm" and node.input[1] in inits:
+            trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
+            w = arr(node.input[1]).astype(np.float32)
+            module = _module_of_matmul(node.input[1], node.name or node.output[0])
+            state[f"{module}.weight"] = w if trans_b else w.T
+            if len(node.input) > 2 and node.input[2] in inits:
+                state[f"{module}.bias"] = arr(node.input[2]).astype(np.float32)
+        elif node.op_type == "Gather" and node.input[0] in inits and "embeddings" in node.input[0]:
+            table = arr(node.input[0])
+            name = node.input[0]
+            if name.endswith("_quantized"):
+                (deq,) = [n for n in consumers.get(node.output[0], []) if n.op_type == "DequantizeLinear"]
+                scale = arr(deq.input[1]).astype(np.float32)
+                zp = arr(deq.input[2]).astype(np.float32) if len(deq.input) > 2 else 0.0
+                table = (table.astype(np.float32) - zp) * scale
+                name = name[: -len("_quantized")]
+            state[name] = table.astype(np.float32)
+        elif node.op_type in ("Add", "LayerNormalization") and node.name.startswith("/"):
+            # parameters named by the node that reads them: the exporter and the optimizer share equal
+            # initializers (zero biases, unit LayerNorm weights) under one of their names
+            module = node.name.lstrip("/").rsplit("/", 1)[0].replace("/", ".")
+            params = [i for i in node.input if i in inits]
+            if node.op_type == "LayerNormalization" and len(node.input) == 3 and len(params) == 2:
+                state[f"{module}.weight"] = arr(node.input[1]).astype(np.float32)
+                state[f"{module}.bias"] = arr(node.input[2]).astype(np.float32)
+            elif node.op_type == "Add" and len(params) == 1 and f"{module}.weight" in state:
+                state[f"{module}.bias"] = arr(params[0]).astype(np.float32)
+    # the exporter shares equal initializers (zero biases, unit LayerNorm weights) through Identity nodes
+    aliases = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "Identity" and n.input[0] in inits}
+    for name in [*inits, *aliases]:
+        if (
+            name.startswith(("encoder.", "wsd_head.", "regard_head."))
+            and not name.endswith(("_quantized", "_scale", "_zero_point", "_Transposed"))
+        ) and name not in state:
+            state[name] = arr(aliases.get(name, name)).astype(np.float32)
+    config = _bert_config(graph, state, inits, numpy_helper, onnx_path)
+    head = state.get("wsd_head.weight")
+    if head is None or "regard_head.weight" not in state:
+        raise ModelError(
+            f"{onnx_path}: no wsd_head / regard_head weights found; not a fairstream joint model"
+        )
+    ratio = head.shape[1] // config["hidden_size"]
+    if ratio not in (2, 3):
+        raise ModelError(
+            f"{onnx_path}: head width {head.shape[1]} is not 2 or 3 x hidden {config['hidden_size']}"
+        )
+    return ExtractedWeights(state, config, "cls_span" if ratio == 2 else "cls_span_mean", onnx_path)
+
+
+def _bert_config(
+    graph: Any, state: dict[str, np.ndarray], inits: dict[str, Any], numpy_helper: Any, path: Path
+) -> dict[str, Any]:
+    need = (
+        "encoder.embeddings.word_embeddings.weight",
+        "encoder.embeddings.position_embeddings.weight",
+        "encoder.embeddings.LayerNorm.weight",
+    )
+    missing = [k for k in need if k not in state]
+    if missing:
+        raise ModelError(
+            f"{path}: not a BERT-style encoder graph (missing {missing}); the torch backend reads "
+            "BERT / MiniLM joint models; use device='cpu' for this model"
+        )
+    if any(n.op_type == "CumSum" for n in graph.node):  # RoBERTa-style position ids from the padding mask
+        raise ModelError(
+            f"{path}: RoBERTa-style position ids are not supported by the torch backend; use device='cpu'"
+        )
+    vocab, hidden = state["encoder.embeddings.word_embeddings.weight"].shape
+    layers = sorted(
+        {int(m.group(1)) for k in state if (m := re.match(r"encoder\.encoder\.layer\.(\d+)\.", k))}
+    )
+    if not layers or layers != list(range(len(layers))):
+        raise ModelError(f"{path}: encoder layers {layers} are not numbered 0..n-1")
+    intermediate = state["encoder.encoder.layer.0.intermediate.dense.weight"].shape[0]
+    eps = next(
+        (
+            a.f
+            for n in graph.node
+            if n.op_type == "LayerNormalization"
+            for a in n.attribute
+            if a.name == "epsilon"
+        ),
+        1e-12,
+    )
+    heads = _attention_heads(graph, inits, numpy_helper, int(hidden))
+    if heads is None:
+        raise ModelError(
+            f"{path}: cannot read the number of attention heads from the graph; re-export the model"
+        )
+    act = "gelu" if any(n.op_type == "Erf" for n in graph.node) else "gelu_new"
+    token_types = state.get("encoder.embeddings.token_type_embeddings.weight")
+    return {
+        "model_type": "bert",
+        "vocab_size": int(vocab),
+        "hidden_size": int(hidden),
+        "num_hidden_layers": len(layers),
+        "num_attention_heads": heads,
+        "intermediate_size": int(intermediate),
+        "hidden_act": act,
+        "max_position_embeddings": int(state["encoder.embeddings.position_embeddings.weight"].shape[0]),
+        "type_vocab_size": int(token_types.shape[0]) if token_types is not None else 0,
+        "layer_norm_eps": float(f"{eps:.4g}"),  # stored as float32 in the graph
+    }
+
+
+def _attention_heads(graph: Any, inits: dict[str, Any], numpy_helper: Any, hidden: int) -> int | None:
+    """Heads from the shape the first query projection is reshaped to: ``[batch, seq, heads, head_dim]``."""
+    producers = {o: n for n in graph.node for o in n.output}
+
+    def ints(name: str, depth: int = 0) -> list[int]:
+        if name in inits:
+            v = numpy_helper.to_array(inits[name])
+            return [int(x) for x in np.ravel(v)] if v.dtype.kind == "i" and v.size <= 4 else []
+        node = producers.get(name)
+        if node is None or depth > 3:
+            return []
+        if node.op_type == "Constant":
+            v = numpy_helper.to_array(node.attribute[0].t)
+            return [int(x) for x in np.ravel(v)] if v.dtype.kind == "i" and v.size <= 4 else []
+        if node.op_type in ("Concat", "Unsqueeze"):
+            return [x for i in node.input for x in ints(i, depth + 1)]
+        return []
+
+    for node in graph.node:
+        if node.op_type == "Reshape" and "attention/self" in node.name:
+            values = ints(node.input[1])
+            for h in values:
+                if h > 0 and hidden % h == 0 and hidden // h in values:
+                    return h
+    return None
+
+
+def build_torch_model(
+    model_dir: str | Path | None = None, *, attn_implementation: str = "sdpa", onnx_kind: str | None = None
+) -> Any:
+    """The ``JointCrossEncoder`` of a model folder as a torch module (fp32, eval mode, on CPU).
+
+    Args:
+        model_dir: model folder (``None``: the shipped ``joint-v2``).
+        attn_implementation: transformers attention (``"sdpa"``, or ``"eager"`` for export).
+        onnx_kind: which graph of ``config.json``'s ``onnx`` to read (default: fp32, fp16, then int8).
+    """
+    torch = _require_torch()
+    from transformers import BertConfig, BertModel
+
+    from fairstream.models.torch_model import JointCrossEncoder
+
+    meta = JointModel(model_dir)  # reads and checks config.json; loads no session
+    files: dict[str, str] = meta.config["onnx"]
+    kinds = [onnx_kind] if onnx_kind else [k for k in ("fp32", "fp16", "int8") if k in files]
+    if not kinds or kinds[0] not in files:
+        raise ModelError(
+            f"{meta.model_dir}/config.json: no ONNX graph {onnx_kind or ''} (have {sorted(files)})"
+        )
+    path = meta.model_dir / files[kinds[0]]
+    if not path.is_file():
+        raise ModelError(f"{path}: ONNX file listed in config.json is missing; re-export the model")
+    weights = extract_weights(path)
+    cfg = BertConfig(**weights.config)
+    cfg._attn_implementation = attn_implementation
+    encoder = BertModel(cfg, add_pooling_layer=False)
+    module = JointCrossEncoder(encoder, dropout=0.0, pooling=weights.pooling)
+    expected = module.state_dict()
+    unknown = sorted(set(weights.state_dict) - set(expected))
+    missing = sorted(k for k in set(expected) - set(weights.state_dict) if not k.endswith("_ids"))
+    if unknown or missing:
+        raise ModelError(
+            f"{path}: graph weights do not match the model (missing {missing[:5]}, unknown {unknown[:5]}); "
+            "re-export the model"
+        )
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in weights.state_dict.items()}
+    for key, tensor in tensors.items():
+        if tuple(tensor.shape) != tuple(expected[key].shape):
+            raise ModelError(
+                f"{path}: {key} has shape {tuple(tensor.shape)}, expected {tuple(expected[key].shape)}"
+            )
+    module.load_state_dict(tensors, strict=False)
+    module.eval()
+    logger.info("built the torch model from %s (%s)", path, weights.config)
+    return module
+
+
+# -- the backend ---------------------------------------------------------------------------------------
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def predictions_from_logits(
+    wsd_logits: np.ndarray, regard_logits: np.ndarray, threshold: float
+) -> list[Prediction]:
+    """``Prediction``s from logits, with the same rule as ``JointModel.predict``."""
+    wsd_p, reg_p = _softmax(wsd_logits.astype(np.float64)), _softmax(regard_logits.astype(np.float64))
+    out = []
+    for w, r in zip(wsd_p, reg_p, strict=True):
+        person = bool(w[1] >= threshold)
+        out.append(
+            Prediction(
+                wsd_probs=(float(w[0]), float(w[1]), float(w[2])),
+                regard_probs=(float(r[0]), float(r[1]), float(r[2])),
+                person=person,
+                regard=REGARD_LABELS[int(r.argmax())] if person else None,
+            )
+        )
+    return out
+
+
+def auto_batch_size(
+    free_bytes: int, seq_len: int, hidden: int, heads: int, intermediate: int, elem_bytes: int
+) -> int:
+    """Rows per batch that fit in half of ``free_bytes`` at ``seq_len`` tokens.
+
+    Inference keeps about one layer's activations alive: a few ``hidden``-wide tensors, the
+    ``intermediate``-wide FFN output and, if SDPA falls back to the math kernel, the
+    ``heads x seq x seq`` attention scores. The factor 2 covers allocator fragmentation.
+    """
+    per_row = seq_len * (8 * hidden + 2 * intermediate + 2 * heads * seq_len) * elem_bytes * 2
+    return int(max(1, min(MAX_AUTO_BATCH, (free_bytes // 2) // max(1, per_row))))
+
+
+class TorchJointModel:
+    """Joint WSD + regard classifier on PyTorch (CUDA in fp16/bf16, or CPU in fp32).
+
+    Same interface as :class:`~fairstream.models.runtime.JointModel`: ``name``, ``model_dir``,
+    ``predict(items) -> list[Prediction]``. Loads lazily in the process that predicts (pickles
+    into DataLoader workers).
+
+    Args:
+        model_dir: model folder; ``None`` means the shipped ``joint-v2``.
+        device: a torch device string: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+        dtype: ``"auto"`` (fp32 on CPU; bf16 on CUDA where supported, else fp16), ``"float32"``,
+            ``"float16"`` or ``"bfloat16"``.
+        batch_size: rows per forward pass; ``None``: sized from free GPU memory and each batch's
+            sequence length on CUDA, ``CPU_BATCH_SIZE`` on CPU.
+        threads: torch intra-op threads on CPU (``None``: torch's default).
+    """
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        *,
+        device: str = "cuda",
+        dtype: str = "auto",
+        batch_size: int | None = None,
+        threads: int | None = None,
+    ) -> None:
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype={dtype!r} is not one of {DTYPES}")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size={batch_size} must be >= 1 (None: automatic)")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads={threads} must be >= 1 (None: torch's default)")
+        if not (device == "cpu" or re.fullmatch(r"cuda(:\d+)?", device)):
+            raise ValueError(f"device={device!r} is not one of 'cpu', 'cuda', 'cuda:N' (N >= 0)")
+        meta = JointModel(model_dir)  # reads and checks config.json
+        self.model_dir = meta.model_dir
+        self.config = meta.config
+        self.name: str = meta.name
+        self.max_length = meta.max_length
+        self.wsd_threshold = meta.wsd_threshold
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self.threads = threads
+        self.providers: list[str] = []  # JointModel compatibility (benchmarks print it)
+        self._module: Any = None
+        self._tokenizer: Any = None
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+        self.resolved_dtype: str | None = None
+        self.last_batch_sizes: list[int] = []  # rows of each forward pass of the last predict() call
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "model_dir": str(self.model_dir),
+            "device": self.device,
+            "dtype": self.dtype,
+            "batch_size": self.batch_size,
+            "threads": self.threads,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["model_dir"],
+            device=state["device"],
+            dtype=state["dtype"],
+            batch_size=state["batch_size"],
+            threads=state["threads"],
+        )
+
+    def _ensure_loaded(self) -> None:
+        if self._module is not None and self._pid == os.getpid():
+            return
+        with self._lock:
+            if self._module is not None and self._pid == os.getpid():
+                return
+            torch = _require_torch()
+            from tokenizers import Tokenizer
+
+            if self.device.startswith("cuda"):
+                if not torch.cuda.is_available():
+                    raise ModelError(
+                        f"device={self.device!r}: torch {torch.__version__} sees no CUDA device "
+                        "(CPU-only build or no GPU); use device='cpu' or 'auto'"
+                    )
+                index = int(self.device.split(":")[1]) if ":" in self.device else 0
+                if index >= torch.cuda.device_count():
+                    raise ModelError(
+                        f"device={self.device!r}: only {torch.cuda.device_count()} CUDA device(s) visible"
+                    )
+            elif self.threads is not None:
+                torch.set_num_threads(self.threads)
+            tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            dtype = self.dtype
+            if dtype == "auto":
+                if self.device == "cpu":
+                    dtype = "float32"
+                else:
+                    with torch.cuda.device(self.device):
+                        dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+            module = build_torch_model(self.model_dir)
+            module = module.to(device=self.device, dtype=getattr(torch, dtype))
+            self._module, self._tokenizer, self._pid = module, tokenizer, os.getpid()
+            self.resolved_dtype = dtype
+            self.providers = [f"torch:{self.device}:{dtype}"]
+            logger.info("loaded %s on %s (%s)", self.name, self.device, dtype)
+
+    def _batches(self, lengths: np.ndarray) -> Iterator[np.ndarray]:
+        """Indices of each batch, from rows sorted by length (shortest first)."""
+        order = np.argsort(lengths, kind="stable")
+        if self.batch_size is not None or not self.device.startswith("cuda"):
+            size = self.batch_size or CPU_BATCH_SIZE
+            for lo in range(0, len(order), size):
+                yield order[lo : lo + size]
+            return
+        torch = _require_torch()
+        cfg = self._module.encoder.config
+        free, _total = torch.cuda.mem_get_info(torch.device(self.device))
+        elem = 2 if self.resolved_dtype in ("float16", "bfloat16") else 4
+        lo = 0
+        while lo < len(order):
+            # the batch's longest row sets its width; the rows are sorted, so look at the row that
+            # would be last in a batch of the size the shortest row allows and shrink to fit
+            size = auto_batch_size(
+                free,
+                int(lengths[order[lo]]),
+                cfg.hidden_size,
+                cfg.num_attention_heads,
+                cfg.intermediate_size,
+                elem,
+            )
+            while size > 1:
+                last = int(lengths[order[min(len(order), lo + size) - 1]])
+                fit = auto_batch_size(
+                    free, last, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size, elem
+                )
+                if fit >= size:
+                    break
+                size = fit
+            yield order[lo : lo + size]
+            lo += size
+
+    def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
+        """Raw WSD and regard logits (float32), in input order."""
+        self._ensure_loaded()
+        torch = _require_torch()
+        n = len(items)
+        wsd = np.zeros((n, len(WSD_LABELS)), dtype=np.float32)
+        regard = np.zeros((n, len(REGARD_LABELS)), dtype=np.float32)
+        cuda = self.device.startswith("cuda")
+        self.last_batch_sizes = []
+        for start in range(0, n, _TOKENIZE_CHUNK):
+            chunk = items[start : start + _TOKENIZE_CHUNK]
+            feeds = encode_batch(self._tokenizer, chunk, self.max_length)
+            lengths = feeds["attention_mask"].sum(axis=1)
+            for idx in self._batches(lengths):
+                width = int(lengths[idx].max())
+                tensors = []
+                for key in ("input_ids", "attention_mask", "token_type_ids", "target_mask"):
+                    t = torch.from_numpy(np.ascontiguousarray(feeds[key][idx, :width]))
+                    if cuda:
+                        t = t.pin_memory().to(self.device, non_blocking=True)
+                    tensors.append(t)
+                with torch.inference_mode():
+                    out_wsd, out_regard = self._module(*tensors)
+                wsd[start + idx] = out_wsd.float().cpu().numpy()
+                regard[start + idx] = out_regard.float().cpu().numpy()
+                self.last_batch_sizes.append(len(idx))
+        return wsd, regard
+
+    def predict(self, items: list[MentionInput]) -> list[Prediction]:
+        """Predictions for a batch of mentions, in input order."""
+        if not items:
+            return []
+        return predictions_from_logits(*self.predict_logits(items), self.wsd_threshold)

@@ -1,0 +1,191 @@
+"""The PyTorch backend (GPU path) run on CPU with the same code, and the device setting."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("onnx")
+
+import torch
+
+from fairstream.errors import ModelError
+from fairstream.models.encoding import MentionInput
+from fairstream.models.labels import load_labelled_pairs
+from fairstream.models.loader import load_model, parse_device
+from fairstream.models.runtime import JointModel
+from fairstream.models.torch_backend import TorchJointModel, auto_batch_size, build_torch_model
+from fairstream.taxonomy import Taxonomy
+
+NO_CUDA = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"
+
+
+@pytest.fixture(scope="module")
+def dev_items(shared_dir) -> list[MentionInput]:
+    tax = Taxonomy.default()
+    pairs = load_labelled_pairs(
+        shared_dir / "data" / "labels" / "dev.jsonl", {a.keyword: a.forms for a in tax}
+    )
+    items = [p.mention for p in pairs]
+    random.Random(0).shuffle(items)
+    return items[:400]
+
+
+@pytest.fixture(scope="module")
+def torch_cpu() -> TorchJointModel:
+    return TorchJointModel(device="cpu", threads=1)
+
+
+def _probs(model, items):
+    wsd, reg = model.predict_logits(items)
+    e_w, e_r = np.exp(wsd - wsd.max(1, keepdims=True)), np.exp(reg - reg.max(1, keepdims=True))
+    return np.concatenate([e_w / e_w.sum(1, keepdims=True), e_r / e_r.sum(1, keepdims=True)], axis=1)
+
+
+def test_weights_read_from_fp32_graph_equal_the_checkpoint(tiny_model_dir, tmp_path_factory):
+    # the tiny model keeps its fp32 graph and its training checkpoint: extraction must be exact
+    run = tiny_model_dir.parent / "run"
+    checkpoint = torch.load(run / "model.pt", map_location="cpu")
+    module = build_torch_model(tiny_model_dir)
+    assert module.encoder.config.num_attention_heads == 2
+    assert module.encoder.config.num_hidden_layers == 2
+    got = module.state_dict()
+    compared = 0
+    for key, value in checkpoint.items():
+        if key.startswith("encoder.pooler.") or key.endswith("_ids"):
+            continue  # the pooler is not used by the joint model, so it is not in the graph
+        torch.testing.assert_close(got[key], value, rtol=0, atol=0, msg=key)
+        compared += 1
+    assert compared >= 30
+
+
+def test_weights_read_from_int8_graph_are_the_dequantized_checkpoint(tiny_model_dir):
+    run = tiny_model_dir.parent / "run"
+    checkpoint = torch.load(run / "model.pt", map_location="cpu")
+    got = build_torch_model(tiny_model_dir, onnx_kind="int8").state_dict()
+    for key in (
+        "encoder.encoder.layer.1.attention.self.query.weight",
+        "encoder.embeddings.word_embeddings.weight",
+    ):
+        ref = checkpoint[key]
+        step = ref.abs().max() / 127  # one int8 step of the largest channel
+        assert (got[key] - ref).abs().max() <= step
+        assert not torch.equal(got[key], ref)  # really the int8 values
+
+
+def test_torch_cpu_agrees_with_shipped_int8_on_dev_mentions(torch_cpu, dev_items):
+    int8 = _probs(JointModel(intra_op_threads=1), dev_items)
+    fp32 = _probs(torch_cpu, dev_items)
+    person_agree = ((int8[:, 1] >= 0.5) == (fp32[:, 1] >= 0.5)).mean()
+    person = int8[:, 1] >= 0.5
+    regard_agree = (int8[person, 3:].argmax(1) == fp32[person, 3:].argmax(1)).mean()
+    assert person_agree >= 0.98, person_agree
+    assert regard_agree >= 0.97, regard_agree
+    assert np.abs(int8 - fp32).mean() < 0.01
+    assert person.sum() > 50  # the check covers both decisions
+
+
+def test_batching_padding_and_sorting_do_not_change_results(dev_items):
+    items = dev_items[:48]
+    alone = TorchJointModel(device="cpu", batch_size=1, threads=1)
+    batched = TorchJointModel(device="cpu", batch_size=16, threads=1)
+    one_by_one = np.concatenate([alone.predict_logits([it])[0] for it in items[:12]])
+    w1, r1 = alone.predict_logits(items)
+    w16, r16 = batched.predict_logits(items)
+    np.testing.assert_allclose(w1[:12], one_by_one, atol=1e-4)
+    np.testing.assert_allclose(w1, w16, atol=1e-4)
+    np.testing.assert_allclose(r1, r16, atol=1e-4)
+    assert batched.last_batch_sizes == [16, 16, 16]
+    # input order is kept whatever the length sort did
+    reversed_w, _ = batched.predict_logits(items[::-1])
+    np.testing.assert_allclose(reversed_w[::-1], w16, atol=1e-4)
+    preds = batched.predict(items)
+    assert all((p.wsd_probs[1] >= batched.wsd_threshold) == p.person for p in preds)
+
+
+def test_predict_interface_matches_onnx_model(torch_cpu):
+    text = "The Muslim family opened a bakery that the whole town loves and visits every single day."
+    (pred,) = torch_cpu.predict([MentionInput(text, 4, 10, "muslim", "who believes in Islam")])
+    assert pred.person and pred.regard in ("positive", "neutral", "negative")
+    assert abs(sum(pred.wsd_probs) - 1) < 1e-6 and abs(sum(pred.regard_probs) - 1) < 1e-6
+    assert torch_cpu.predict([]) == []
+    assert torch_cpu.name == JointModel().name
+
+
+def test_torch_model_pickles_without_weights(torch_cpu):
+    import pickle
+
+    clone = pickle.loads(pickle.dumps(torch_cpu))
+    assert clone._module is None and clone.device == "cpu" and clone.threads == 1
+
+
+@pytest.mark.parametrize("value", ["gpu", "cuda:", "cuda:x", "CUDA:-1", "", 0, None])
+def test_device_errors_name_the_argument_and_allowed_values(value):
+    with pytest.raises(ValueError, match=r"device=.*must be one of cpu, cuda, cuda:N, auto"):
+        parse_device(value)
+
+
+def test_device_values_accepted():
+    assert [parse_device(v) for v in ("cpu", "CUDA", "cuda:1", " auto ")] == ["cpu", "cuda", "cuda:1", "auto"]
+
+
+def test_cpu_device_is_onnx_runtime_int8():
+    model = load_model(device="cpu", batch_size=4)
+    assert isinstance(model, JointModel) and model.batch_size == 4
+
+
+def test_auto_without_cuda_is_onnx_runtime():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: auto picks it")
+    assert isinstance(load_model(device="auto"), JointModel)
+
+
+def test_cuda_without_gpu_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    model = load_model(device="cuda")
+    with pytest.raises(ModelError, match=r"device='cuda'.*no CUDA device.*device='cpu'"):
+        model.predict([MentionInput("The Muslim family", 4, 10, "muslim", "who believes in Islam")])
+
+
+def test_bad_backend_and_batch_size_name_the_argument():
+    with pytest.raises(ValueError, match=r"backend='tensorrt'.*auto, torch, onnxruntime"):
+        load_model(device="cpu", backend="tensorrt")
+    with pytest.raises(ValueError, match=r"batch_size=0.*>= 1"):
+        load_model(device="cpu", batch_size=0)
+
+
+def test_auto_batch_size_shrinks_with_length_and_grows_with_memory():
+    args = {"hidden": 384, "heads": 12, "intermediate": 1536, "elem_bytes": 2}
+    short = auto_batch_size(8 << 30, 32, **args)
+    long = auto_batch_size(8 << 30, 192, **args)
+    small_gpu = auto_batch_size(1 << 30, 192, **args)
+    assert short > long > small_gpu >= 1
+    assert auto_batch_size(1 << 10, 192, **args) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_cuda_half_precision_agrees_with_int8(dev_items, dtype):
+    if dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bf16")
+    gpu = TorchJointModel(device="cuda", dtype=dtype)
+    int8 = _probs(JointModel(), dev_items)
+    half = _probs(gpu, dev_items)
+    assert ((int8[:, 1] >= 0.5) == (half[:, 1] >= 0.5)).mean() >= 0.98
+    assert np.abs(int8 - half).mean() < 0.02
+    assert max(gpu.last_batch_sizes) > 16  # auto-sized from free memory, not the CPU default
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
+def test_cuda_batches_agree_with_one_by_one(dev_items):
+    gpu = TorchJointModel(device="cuda", dtype="float32")
+    items = dev_items[:32]
+    one = np.concatenate([gpu.predict_logits([it])[0] for it in items])
+    np.testing.assert_allclose(gpu.predict_logits(items)[0], one, atol=1e-3)
