@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import MissingDependencyError, ModelError
-from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, encode_batch
-from fairstream.models.runtime import JointModel, Prediction
+from fairstream.models.encoding import MentionInput, encode_batch
+from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction
 
 logger = logging.getLogger(__name__)
 

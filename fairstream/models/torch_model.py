@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS
+from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS
 
 POOLINGS = ("cls_span", "cls_span_mean")
 
