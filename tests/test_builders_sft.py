@@ -587,16 +587,11 @@ def test_real_smollm2_builds_from_stories_and_generation(tmp_path: Path):
     from fairstream.annotate import make_backend
 
     folder = smollm2_dir()
-    backend = make_backend("transformers", str(folder), gguf_file=SMOLLM2_GGUF, max_new_tokens=48)
+    backend = make_backend("transformers", str(folder), gguf_file=SMOLLM2_GGUF, max_new_tokens=40)
     stories = tmp_path / "stories.jsonl"
-    stories.write_text(
-        json.dumps({"male_story": MALE, "female_story": FEMALE})
-        + "\n"
-        + json.dumps({"male_story": variant("wallet"), "female_story": variant("wallet", False)})
-        + "\n"
-    )
+    stories.write_text(json.dumps({"male_story": MALE, "female_story": FEMALE}) + "\n")
     runs = [
-        (tmp_path / "from-stories", {"items": read_story_items(stories)}, 2),
+        (tmp_path / "from-stories", {"items": read_story_items(stories)}, 1),
         (tmp_path / "generated", {"num_pairs": 1, "max_attempts": 1}, 1),
     ]
     for out, kwargs, attempts in runs:
@@ -636,5 +631,19 @@ def test_real_smollm2_builds_from_stories_and_generation(tmp_path: Path):
             out, ExploratoryBuilder(backend, seed=3, retries=0), **kwargs
         )  # resume: nothing left
         assert again.this_run["attempts"] == 0 and lines(out / CHECKPOINT) == records
-    # the two story pairs of this test are built to pass the ROUGE filter
+    # the story pair of this test is built to pass the ROUGE filter
     assert all(in_rouge_range(r["rouge1"]) for r in lines(tmp_path / "from-stories" / CHECKPOINT))
+
+    # GenMO evaluation (never training) of the same model on its first pair
+    from fairstream.builders.genmo import STANCES, answer_genmo, evaluate_answers
+
+    answers = tmp_path / "genmo.jsonl"
+    assert answer_genmo(backend, answers, dataset_path=GENMO, limit=1, retries=0) == {
+        "done": 1,
+        "skipped_existing": 0,
+    }
+    (row,) = lines(answers)
+    assert row["index"] == 0 and row["female_raw"].strip() and row["male_raw"].strip()
+    assert row["female_stance"] in (*STANCES, None) and row["male_stance"] in (*STANCES, None)
+    metrics = evaluate_answers(answers, 908)
+    assert metrics.pairs == 1 and metrics.pm + metrics.same + metrics.neutral_mismatch + metrics.unparsed == 1
