@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from importlib import resources
@@ -55,6 +56,53 @@ def default_model_dir(name: str = DEFAULT_MODEL) -> Path:
     return Path(str(resources.files("fairstream") / "data" / "models" / name))
 
 
+THREADS_ENV = "FAIRSTREAM_INTRA_OP_THREADS"  # threads per session, overrides the automatic choice
+PROCESSES_ENV = "FAIRSTREAM_PROCESSES"  # processes predicting at once, set by a process pool
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 1:
+        raise ValueError(f"environment variable {name}={value!r} must be a whole number >= 1")
+    return n
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def concurrent_processes() -> int:
+    """How many processes predict at once: ``FAIRSTREAM_PROCESSES``, else the DataLoader's workers."""
+    from_env = _env_int(PROCESSES_ENV)
+    if from_env is not None:
+        return from_env
+    torch = sys.modules.get("torch")  # only if the caller uses torch; never imported here
+    if torch is not None:
+        info = torch.utils.data.get_worker_info()
+        if info is not None:
+            return int(info.num_workers)
+    return 1
+
+
+def auto_intra_op_threads(processes: int | None = None) -> int:
+    """Intra-op threads per session so that threads x processes <= cores (at least 1).
+
+    ONNX Runtime's default gives every process one thread per core; with two DataLoader workers on
+    two cores that ran at 0.82x of one worker, against 1.66x with one thread each (issue 15).
+    """
+    n = concurrent_processes() if processes is None else processes
+    return max(1, usable_cores() // max(1, n))
+
+
 def _softmax(x: np.ndarray) -> np.ndarray:
     z = x - x.max(axis=-1, keepdims=True)
     e = np.exp(z)
@@ -72,7 +120,12 @@ class JointModel:
             only: a batch-invariant model (``config.json`` ``"batch_invariant": true``, as the shipped
             one) gives each mention the same probabilities alone, padded or in any batch. Small
             batches were fastest on a 2-core CPU; raise it on a GPU.
-        intra_op_threads: threads per session; ``None`` lets ONNX Runtime decide.
+        intra_op_threads: threads per session. ``None`` (default): the environment variable
+            ``FAIRSTREAM_INTRA_OP_THREADS`` if set, else ``auto_intra_op_threads()``: the usable
+            cores divided by the processes predicting at once (DataLoader workers, or
+            ``FAIRSTREAM_PROCESSES`` set by a process pool), so threads x processes <= cores.
+            ``0``: ONNX Runtime's own default (one thread per physical core in every process,
+            which oversubscribes under several workers).
     """
 
     def __init__(
@@ -85,6 +138,8 @@ class JointModel:
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} must be >= 1")
+        if intra_op_threads is not None and intra_op_threads < 0:
+            raise ValueError(f"intra_op_threads={intra_op_threads} must be >= 0 (0: ONNX Runtime's default)")
         self.model_dir = Path(model_dir) if model_dir is not None else default_model_dir()
         self.batch_size = batch_size
         self.intra_op_threads = intra_op_threads
@@ -150,8 +205,10 @@ class JointModel:
                 raise ModelError(f"providers {missing} are not available; installed: {available}")
             onnx_file = self._onnx_file_for(wanted[0])
             opts = ort.SessionOptions()
-            if self.intra_op_threads is not None:
-                opts.intra_op_num_threads = self.intra_op_threads
+            threads = self.intra_op_threads
+            if threads is None:
+                threads = _env_int(THREADS_ENV) or auto_intra_op_threads()
+            opts.intra_op_num_threads = threads
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             try:
                 session = ort.InferenceSession(str(onnx_file), sess_options=opts, providers=wanted)
@@ -162,7 +219,13 @@ class JointModel:
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer, self._session, self._pid = tokenizer, session, os.getpid()
             self.providers = session.get_providers()
-            logger.info("loaded %s from %s with providers %s", self.name, onnx_file, self.providers)
+            logger.info(
+                "loaded %s from %s with providers %s, %s intra-op threads",
+                self.name,
+                onnx_file,
+                self.providers,
+                threads or "ONNX Runtime's default",
+            )
             if not self.batch_invariant and "int8" in onnx_file.name:
                 logger.warning(
                     "%s: int8 model without per-row activation quantization; its decisions depend on "

@@ -22,6 +22,9 @@ from fairstream.text import LengthFilter, SplitterName
 
 logger = logging.getLogger(__name__)
 
+# About 5-10 MB of sentences and predictions; enough for boilerplate that recurs across windows.
+DEFAULT_CACHE_SIZE = 16_384
+
 
 class MentionModel(Protocol):
     """What the tagger needs from a model: a name and batched predictions."""
@@ -56,7 +59,10 @@ class Tagger:
         model: a ``JointModel``, a model folder, or ``None`` for the shipped default (loaded lazily).
         taxonomy: protected-attribute taxonomy (default ``taxonomy-v1``).
         cache_size: cached (sentence, mention) predictions kept across ``tag_batch`` calls (0: off;
-            repeated mentions within one call are always judged once).
+            repeated mentions within one call are always judged once). On by default: with a
+            batch-invariant model (the shipped one) a cached prediction equals a recomputed one, so
+            decisions and exact resume do not depend on it; with a model that is not, the cache is
+            turned off (its answers would depend on what was judged before).
     """
 
     def __init__(
@@ -66,7 +72,7 @@ class Tagger:
         taxonomy: Taxonomy | None = None,
         splitter: SplitterName = "auto",
         length_filter: LengthFilter | None = None,
-        cache_size: int = 0,
+        cache_size: int = DEFAULT_CACHE_SIZE,
         batch_size: int = 8,
     ) -> None:
         if cache_size < 0:
@@ -80,9 +86,13 @@ class Tagger:
             if model is not None and not isinstance(model, str | Path)
             else JointModel(model, batch_size=batch_size)
         )
+        if cache_size and not getattr(self.model, "batch_invariant", False):
+            logger.info("%s is not batch-invariant: the prediction cache is off", self.model.name)
+            cache_size = 0
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, int, int, str], Prediction] = OrderedDict()
-        self.cache_hits = 0
+        self.cache_hits = 0  # mentions answered from the cache (judged in an earlier call)
+        self.batch_repeats = 0  # mentions repeated within one call, judged once
         self.model_calls = 0
         self.mentions_predicted = 0
         self.seconds = {"scan": 0.0, "model": 0.0}  # where the tagger's time goes (for benchmarks)
@@ -103,6 +113,7 @@ class Tagger:
                     key = (sent, m.start - cand.start, m.end - cand.start, m.keyword)
                     sent_keys.append(key)
                     if key in found or key in todo:
+                        self.batch_repeats += 1
                         continue
                     if key in self._cache:
                         self._cache.move_to_end(key)
