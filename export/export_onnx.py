@@ -31,7 +31,8 @@ import torch
 
 from export.modeling import JointCrossEncoder
 from export.quantize import QUANTIZATION_TAG, quantize_int8
-from fairstream.models.encoding import CONTEXT_CHARS, MARK_CLOSE, MARK_OPEN, REGARD_LABELS, WSD_LABELS
+from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
+from fairstream.models.encoding import CONTEXT_CHARS, MARK_CLOSE, MARK_OPEN
 from fairstream.models.runtime import JointModel
 
 INPUTS = ["input_ids", "attention_mask", "token_type_ids", "target_mask"]

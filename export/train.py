@@ -32,8 +32,9 @@ from tqdm import tqdm
 from transformers import AutoTokenizer
 
 from export.modeling import JointCrossEncoder
+from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.eval import score
-from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, encode_batch
+from fairstream.models.encoding import MentionInput, encode_batch
 from fairstream.models.labels import LabelledPair, load_bias_standoff, load_labelled_pairs, load_standoff
 from fairstream.taxonomy import Taxonomy
 

@@ -27,15 +27,15 @@ __all__ = [
 
 if TYPE_CHECKING:
     from fairstream.candidates import CandidateExtractor
+    from fairstream.core.cap import CapController
     from fairstream.detect import KeywordDetector
     from fairstream.models.runtime import JointModel
-    from fairstream.stream.cap import CapController
     from fairstream.stream.dataset import FairStream
     from fairstream.taxonomy import Taxonomy
 
 _LAZY = {
     "CandidateExtractor": "fairstream.candidates",
-    "CapController": "fairstream.stream.cap",
+    "CapController": "fairstream.core.cap",
     "FairStream": "fairstream.stream.dataset",
     "JointModel": "fairstream.models.runtime",
     "KeywordDetector": "fairstream.detect",

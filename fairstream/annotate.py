@@ -34,12 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from fairstream.core.schema import REGARDS_AS_PROMPTED, WSD_AS_PROMPTED
 from fairstream.errors import FairStreamError, MissingDependencyError, ShardError
 
 logger = logging.getLogger(__name__)
 
-WSD_ANSWERS = ("yes", "no", "unsure")
-REGARD_ANSWERS = ("positive", "negative", "neutral")
+WSD_ANSWERS = WSD_AS_PROMPTED
+REGARD_ANSWERS = REGARDS_AS_PROMPTED
 BACKENDS = ("openai", "transformers")
 PROMPT_VERSION = "paper-prompts-v1"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from fairstream import __version__
+from fairstream.core.config import FilterConfig
 from fairstream.errors import FairStreamError, InvalidDocumentError, cli_interface
-from fairstream.text import DEFAULT_MAX_DOC_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -216,16 +216,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
     job = FilterJob(
         inputs=args.inputs,
         output_dir=Path(args.output),
-        cap=args.cap,
-        warmup=args.warmup,
-        granularity=args.granularity,
-        seed=args.seed,
-        model=args.model,
-        batch_size=args.batch_size,
-        taxonomy=args.taxonomy,
-        text_field=args.text_field,
-        on_error=args.on_error,
-        max_doc_chars=args.max_doc_chars or None,
+        config=FilterConfig.from_namespace(args),
         annotate=args.annotate,
         report=not args.no_report,
         report_settings=_vocabulary_settings(args),
@@ -431,48 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="output folder; each shard is written to data/ under its path relative to the inputs' "
         "common folder, in its own format (default: %(default)s)",
     )
-    p.add_argument(
-        "--cap",
-        type=float,
-        default=0.01,
-        help="max kept negative-regard share per attribute, in [0, 1] (default: %(default)s); it holds once "
-        "an attribute has --warmup kept sentences, so rare attributes can end above it (flagged in the "
-        "summary and the report)",
-    )
-    p.add_argument(
-        "--warmup",
-        type=int,
-        default=100,
-        help="kept sentences per attribute after which the cap always holds (default: %(default)s); "
-        "0 = strict: the cap holds from the first sentence, at the cost of dropping more negative sentences",
-    )
-    p.add_argument(
-        "--granularity",
-        choices=["sentence", "document"],
-        default="sentence",
-        help="drop single sentences (the rest of the document is kept byte for byte) or whole documents "
-        "(default: %(default)s)",
-    )
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed of the cap's random choices, >= 0 (default: %(default)s)"
-    )
-    p.add_argument("--model", default=None, help="model folder (default: shipped joint-v2)")
-    p.add_argument(
-        "--batch-size",
-        type=int,
-        default=8,
-        help="mentions per model forward pass, >= 1 (default: %(default)s); speed only, the shipped "
-        "model's decisions do not depend on it",
-    )
-    p.add_argument("--text-field", default="text", help="field that holds the text (default: %(default)s)")
-    p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help=ON_ERROR_HELP)
-    p.add_argument(
-        "--max-doc-chars",
-        type=int,
-        default=DEFAULT_MAX_DOC_CHARS,
-        help="longer documents are bad records (usually broken extraction); 0 = no limit "
-        "(default: %(default)s)",
-    )
+    # every setting of the filter, with its help and default, from the one config object
+    FilterConfig.add_arguments(p)
     p.add_argument("--annotate", action="store_true", help="add per-document annotations to the output")
     p.add_argument("--no-report", action="store_true", help="skip the Markdown/HTML report")
     _vocabulary_options(p)
@@ -597,6 +548,10 @@ def build_parser() -> argparse.ArgumentParser:
     from fairstream.builders import cli_augment
 
     cli_augment.register(add)
+
+    from fairstream import bench
+
+    bench.register(add)
     return parser
 
 

@@ -70,3 +70,7 @@ class OutputError(FairStreamError, OSError):
 
 class MissingDependencyError(FairStreamError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class ConfigError(FairStreamError, ValueError):
+    """A setting is outside its allowed values; the message names the setting and what is allowed."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fairstream.models.encoding import REGARD_LABELS
+from fairstream.core.schema import REGARD_LABELS
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
 from fairstream.models.metrics import cohen_kappa, f1_scores
 from fairstream.models.runtime import JointModel

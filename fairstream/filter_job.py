@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from fairstream.core.config import FilterConfig
+from fairstream.core.stats import StreamStats
+from fairstream.core.step import FilterStep, output_document
 from fairstream.errors import FairStreamError, OutputError, option
 from fairstream.io import (
-    OnError,
     atomic_write,
-    check_on_error,
     iter_records,
     list_shards,
     relative_names,
@@ -35,32 +36,12 @@ from fairstream.models.card import model_quality
 from fairstream.models.runtime import JointModel
 from fairstream.progress import Progress
 from fairstream.stats.examples import DroppedExamples
-from fairstream.stream.cap import CapController
-from fairstream.stream.dataset import GRANULARITIES, FairStream, Granularity
-from fairstream.stream.stats import StreamStats
 from fairstream.summary import format_summary
 from fairstream.taxonomy import Taxonomy
-from fairstream.text import DEFAULT_MAX_DOC_CHARS
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "_state.json"
-
-
-def _tagged_progress(
-    progress: Progress, start: float, per_doc: float, window: int, n_docs: int
-) -> Callable[[str, dict[str, Any]], None]:
-    """A hook that moves ``progress`` to the end of the look-ahead window a document was tagged in.
-
-    The model's work is done window by window before the window's first document comes out, so
-    counting documents as they come out would make the first ETA wildly long.
-    """
-
-    def hook(_text: str, annotation: dict[str, Any]) -> None:
-        tagged = min(n_docs, (annotation["doc_index"] // window + 1) * window)
-        progress.advance(max(0.0, start + tagged * per_doc - progress.n))
-
-    return hook
 
 
 def _file_and_line(shard: Path, lines: list[int]) -> Callable[[int], str]:
@@ -69,37 +50,32 @@ def _file_and_line(shard: Path, lines: list[int]) -> Callable[[int], str]:
 
 
 class FilterJob:
-    """Filter a list of shards into ``output_dir`` (see module docstring)."""
+    """Filter a list of shards into ``output_dir`` (see module docstring).
+
+    Args:
+        inputs: shard files or folders.
+        output_dir: the output folder.
+        config: the filter's settings (checked when the config was made, before any shard is read
+            or the model loaded); ``settings`` override fields of it.
+        annotate: add each document's annotation to the output under ``fairstream``.
+        report: write the Markdown/HTML report; ``report_settings`` are its vocabulary options.
+        progress: show a progress bar.
+    """
 
     def __init__(
         self,
         inputs: Sequence[str | Path],
         output_dir: Path,
+        config: FilterConfig | None = None,
         *,
-        cap: float = 0.01,
-        warmup: int = 100,
-        granularity: Granularity = "sentence",
-        seed: int = 0,
-        model: str | Path | None = None,
-        batch_size: int = 8,
-        taxonomy: str | Path | None = None,
-        text_field: str = "text",
-        on_error: OnError = "raise",
-        max_doc_chars: int | None = DEFAULT_MAX_DOC_CHARS,
         annotate: bool = False,
         report: bool = True,
         report_settings: dict[str, Any] | None = None,
         progress: bool = True,
+        **settings: Any,
     ) -> None:
-        # every setting is checked before a shard is read or the model is loaded
-        if granularity not in GRANULARITIES:
-            raise ValueError(f"granularity={granularity!r} is not one of {GRANULARITIES}")
-        check_on_error(on_error)
-        CapController(cap, warmup=warmup)  # raises ValueError naming a bad cap or warmup
-        if max_doc_chars is not None and max_doc_chars < 1:
-            raise ValueError(f"max_doc_chars={max_doc_chars!r} must be >= 1 (None: no limit)")
-        if batch_size < 1:
-            raise ValueError(f"batch_size={batch_size!r} must be >= 1")
+        config = config or FilterConfig()
+        self.config = config.replace(**settings) if settings else config
         self.shards = list_shards(inputs)
         self.names = [str(p) for p in relative_names(self.shards)]
         self.output_dir = Path(output_dir)
@@ -108,32 +84,44 @@ class FilterJob:
                 f"{self.output_dir}: exists and is not a folder; choose another output folder "
                 f"({option('output_dir')})"
             )
-        self.max_doc_chars = max_doc_chars
-        self.cap, self.warmup, self.granularity, self.seed = cap, warmup, granularity, seed
-        self.model = JointModel(model, batch_size=batch_size)
-        self.taxonomy = Taxonomy.load(taxonomy)
-        self.text_field, self.on_error, self.annotate = text_field, on_error, annotate
+        c = self.config
+        self.cap, self.warmup, self.granularity, self.seed = c.cap, c.warmup, c.granularity, c.seed
+        self.model = JointModel(c.model, batch_size=c.batch_size)
+        self.taxonomy = Taxonomy.load(c.taxonomy)
+        self.annotate = annotate
         self.report, self.progress = report, progress
         self.report_settings = report_settings or {}
 
-    def _stream(
-        self, docs: list[dict[str, Any]], hooks: list[Any], locate: Callable[[int], str] | None = None
-    ) -> FairStream:
-        return FairStream(
-            docs,
-            text_field=self.text_field,
-            max_doc_chars=self.max_doc_chars,
-            locate=locate,
-            cap=self.cap,
-            warmup=self.warmup,
-            granularity=self.granularity,
-            seed=self.seed,
-            model=self.model,
-            taxonomy=self.taxonomy,
-            annotate=self.annotate,
-            on_error=self.on_error,
-            hooks=hooks,
-        )
+    def _step(self) -> FilterStep:
+        """A step for one shard; the model and taxonomy are loaded once and shared."""
+        return FilterStep(self.config, model=self.model, taxonomy=self.taxonomy)
+
+    def _filtered(
+        self,
+        step: FilterStep,
+        docs: list[dict[str, Any]],
+        hooks: list[Callable[[str, dict[str, Any]], None]],
+        locate: Callable[[int], str],
+        on_window: Callable[[int], None],
+    ) -> Iterator[Any]:
+        """The kept documents of one shard, filtered a look-ahead window at a time."""
+        window = self.config.lookahead
+        annotation_field = "fairstream" if self.annotate else None
+        for start in range(0, len(docs), window):
+            batch = docs[start : start + window]
+            results = step.process(batch, start=start, locate=locate)
+            # the model's work is done a window at a time, before its first document comes out
+            on_window(start + len(batch))
+            for doc, result in zip(batch, results, strict=True):
+                if result.error is not None:
+                    continue
+                with_tokens = result.annotation_with_tokens()
+                for hook in hooks:
+                    hook(result.original, with_tokens)  # type: ignore[arg-type]
+                if result.kept:
+                    yield output_document(
+                        doc, result, text_field=self.config.text_field, annotation_field=annotation_field
+                    )
 
     def run(self) -> dict[str, Any]:
         """Filter every shard not finished yet; return the summary."""
@@ -194,30 +182,33 @@ class FilterJob:
             skipped: list[str] = []
             lines: list[int] = []
             docs: list[dict[str, Any]] = []
-            for line, doc in iter_records(shard, on_error=self.on_error, skipped=skipped):
+            for line, doc in iter_records(shard, on_error=self.config.on_error, skipped=skipped):
                 lines.append(line)
                 docs.append(doc)
             shard_before, shard_after = CooccurrenceCounts(), CooccurrenceCounts()
             per_doc = sizes[name] / max(1, len(docs))
-            stream = self._stream(
-                docs,
-                [
-                    BeforeAfterHook(shard_before, shard_after),
-                    examples,
-                ],
-                locate=_file_and_line(shard, lines),
-            )
-            stream.add_hook(_tagged_progress(progress, shard_start, per_doc, stream.lookahead, len(docs)))
+            step = self._step()
             if controller_state is not None:
-                stream.controller.load_state_dict(controller_state)
-            write_documents(out / "data" / name, stream)
+                step.controller.load_state_dict(controller_state)
+
+            def on_window(n_done: int, start: float = shard_start, per_doc: float = per_doc) -> None:
+                progress.advance(max(0.0, start + n_done * per_doc - progress.n))
+
+            kept = self._filtered(
+                step,
+                docs,
+                [BeforeAfterHook(shard_before, shard_after), examples],
+                _file_and_line(shard, lines),
+                on_window,
+            )
+            write_documents(out / "data" / name, kept)
             progress.advance(shard_start + sizes[name] - progress.n)  # skipped documents, rounding
-            shard_stats = StreamStats.from_dict(stream.stats())
+            shard_stats = StreamStats.from_dict(step.stats())
             shard_stats.skipped.update(getattr(s, "reason", "bad-record") for s in skipped)
             problems += [str(s) for s in skipped if getattr(s, "reason", "") == "unreadable-shard"]
             stats = stats + shard_stats
             before, after = before + shard_before, after + shard_after
-            controller_state = stream.controller.state_dict()
+            controller_state = step.controller.state_dict()
             done.append(name)
             write_json(
                 state_path,

@@ -94,28 +94,28 @@ def test_filter_job_resumes_after_interruption(tiny_model_dir: Path, tmp_path: P
 
     # interrupt the second shard half-way: the first shard and the state stay, nothing half-written
     calls = {"n": 0}
-    original = FilterJob._stream
+    original = FilterJob._step
 
-    def failing_stream(self, docs, hooks, **kw):
-        stream = original(self, docs, hooks, **kw)
+    def failing_step(self):
+        step = original(self)
         calls["n"] += 1
         if calls["n"] == 2:
-            real_emit = stream._emit
+            real_decide = step.decide
 
-            def emit(index, *a, **k):
+            def decide(index, *a, **k):
                 if index == 40:
                     raise KeyboardInterrupt
-                return real_emit(index, *a, **k)
+                return real_decide(index, *a, **k)
 
-            stream._emit = emit  # type: ignore[method-assign]
-        return stream
+            step.decide = decide  # type: ignore[method-assign]
+        return step
 
-    monkeypatch.setattr(FilterJob, "_stream", failing_stream)
+    monkeypatch.setattr(FilterJob, "_step", failing_step)
     assert main([*args, "-o", str(tmp_path / "resumed")]) == 130
     assert [p.name for p in (tmp_path / "resumed" / "data").iterdir() if not p.name.startswith(".")] == [
         "part-0.jsonl.gz"
     ]
-    monkeypatch.setattr(FilterJob, "_stream", original)
+    monkeypatch.setattr(FilterJob, "_step", original)
     assert main([*args, "-o", str(tmp_path / "resumed")]) == 0
     assert read_out(tmp_path / "resumed") == full
     a = json.loads((tmp_path / "full" / "stats.json").read_text())

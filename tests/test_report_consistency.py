@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from fairstream.cli import main, sample_corpus_path
+from fairstream.core.schema import REGARD_LABELS as REGARDS
 from fairstream.stats import CooccurrenceCounts
 from fairstream.summary import attribute_rows, pct
-
-REGARDS = ("negative", "neutral", "positive")
 
 
 @pytest.mark.slow

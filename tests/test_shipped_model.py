@@ -10,7 +10,8 @@ import pytest
 
 from fairstream.candidates import CandidateExtractor
 from fairstream.cli import sample_corpus_path
-from fairstream.models.encoding import REGARD_LABELS, MentionInput
+from fairstream.core.schema import REGARD_LABELS
+from fairstream.models.encoding import MentionInput
 from fairstream.models.metrics import cohen_kappa, f1_scores
 from fairstream.models.runtime import JointModel, default_model_dir
 

@@ -1,4 +1,4 @@
-"""FairStream as a batched function for ``datasets.Dataset.map`` / ``.filter`` and ``IterableDataset.map``.
+"""The filter as a batched function for ``datasets.Dataset.map`` / ``.filter`` and ``IterableDataset.map``.
 
     mapper = fairstream_map_fn(cap=0.01)
     ds = ds.map(mapper, batched=True, batch_size=256)          # adds "fairstream_keep" (+ annotations)
@@ -9,69 +9,81 @@ with dropped sentences removed and ``fairstream_keep`` is False only for rows th
 were skipped as invalid (``on_error="skip"``); with ``"document"`` the text is unchanged and
 ``fairstream_keep`` says whether to keep the document. The cap controller lives in the mapper, so
 batches must be passed in stream order; with ``num_proc > 1`` each process caps its own part.
+A source that shards itself (an HF ``IterableDataset``) is mapped as it comes: nothing here splits it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from fairstream.stream.dataset import FairStream, remove_spans
+from fairstream.core.config import FilterConfig
+from fairstream.core.step import FilterStep
+from fairstream.stream.tagger import MentionModel
+from fairstream.taxonomy import Taxonomy
 
 KEEP_COLUMN = "fairstream_keep"
+ANNOTATION_COLUMN = "fairstream"
 
 
 class FairStreamMapper:
-    """Callable over column batches (``dict[str, list]``) that applies one persistent FairStream."""
+    """Callable over column batches (``dict[str, list]``) that applies one persistent ``FilterStep``.
 
-    def __init__(self, *, text_field: str = "text", annotate: bool = False, **fairstream_kwargs: Any) -> None:
-        self.text_field = text_field
+    Args:
+        config: the filter's settings; ``settings`` override its fields (``cap=``, ``granularity=``, ...).
+        annotate: add the annotation of each row under the ``fairstream`` column.
+        model, taxonomy: loaded objects used instead of the settings (see ``FilterStep``).
+    """
+
+    def __init__(
+        self,
+        config: FilterConfig | None = None,
+        *,
+        annotate: bool = False,
+        model: MentionModel | str | Path | None = None,
+        taxonomy: Taxonomy | None = None,
+        **settings: Any,
+    ) -> None:
+        if isinstance(model, str | Path):  # a folder: the same as the model setting
+            settings["model"], model = str(model), None
+        self.step = FilterStep(config, model=model, taxonomy=taxonomy, **settings)
+        self.text_field = self.step.config.text_field
         self.annotate = annotate
-        self._annotations: dict[int, tuple[str, dict[str, Any]]] = {}
-        self.stream = FairStream(
-            [], text_field=text_field, annotate=False, hooks=[self._collect], **fairstream_kwargs
-        )
-
-    def _collect(self, text: str, annotation: dict[str, Any]) -> None:
-        self._annotations[annotation["doc_index"]] = (text, annotation)
+        self._next_index = 0  # stream position of the next row: names rows in errors and annotations
 
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         """Filter one batch of rows; returns the updated text column, the keep column and annotations."""
         columns = list(batch)
         n = len(batch[self.text_field]) if self.text_field in batch else len(next(iter(batch.values()), []))
         docs = [{c: batch[c][i] for c in columns} for i in range(n)]
-        self._annotations = {}
-        self.stream.source = docs
-        for _ in self.stream:
-            pass
-        texts: list[Any] = []
-        keep: list[bool] = []
-        notes: list[dict[str, Any] | None] = []
-        for i, doc in enumerate(docs):
-            if i not in self._annotations:  # skipped as invalid (counted in stats())
-                texts.append(doc.get(self.text_field))
-                keep.append(False)
-                notes.append(None)
-                continue
-            text, ann = self._annotations[i]  # the text as the stream decoded and checked it
-            dropped = [(s["start"], s["end"]) for s in ann["sentences"] if not s["kept"]]
-            if self.stream.granularity == "document":
-                texts.append(text)
-                keep.append(not dropped)
-            else:
-                new = remove_spans(text, dropped) if dropped else text
-                texts.append(new)
-                keep.append(not dropped or bool(new.strip()))
-            notes.append(ann)
-        out: dict[str, list[Any]] = {self.text_field: texts, KEEP_COLUMN: keep}
+        results = self.step.process(docs, start=self._next_index, annotate=self.annotate)
+        self._next_index += n
+        out: dict[str, list[Any]] = {
+            # an invalid row skipped under on_error="skip" keeps its value, marked not kept
+            self.text_field: [
+                r.text if r.text is not None else d.get(self.text_field)
+                for r, d in zip(results, docs, strict=True)
+            ],
+            KEEP_COLUMN: [r.kept for r in results],
+        }
         if self.annotate:
-            out["fairstream"] = notes
+            out[ANNOTATION_COLUMN] = [r.annotation for r in results]
         return out
 
     def stats(self) -> dict[str, Any]:
         """Mergeable counts of everything mapped so far."""
-        return self.stream.stats()
+        return self.step.stats()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The step's state and the row position, as plain JSON."""
+        return {**self.step.state_dict(), "next_index": self._next_index}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue after the rows ``state_dict()`` had seen."""
+        self.step.load_state_dict(state)
+        self._next_index = int(state["next_index"])
 
 
-def fairstream_map_fn(**kwargs: Any) -> FairStreamMapper:
-    """A batched map function; ``kwargs`` are those of :class:`FairStream` (cap, granularity, model, ...)."""
-    return FairStreamMapper(**kwargs)
+def fairstream_map_fn(config: FilterConfig | None = None, **kwargs: Any) -> FairStreamMapper:
+    """A batched map function; ``kwargs`` are ``FilterConfig`` fields (cap, granularity, ...) or ``annotate``/``model``."""
+    return FairStreamMapper(config, **kwargs)

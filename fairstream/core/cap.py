@@ -46,9 +46,11 @@ from typing import Any
 
 import numpy as np
 
+from fairstream.core.schema import REGARD_LABELS as REGARDS
+from fairstream.core.schema import sentence_regard
 from fairstream.taxonomy import Taxonomy
 
-REGARDS = ("negative", "neutral", "positive")
+__all__ = ["CapController", "UnitCounts", "sentence_regard"]
 
 
 @dataclass
@@ -66,13 +68,6 @@ class UnitCounts:
     def negative_attributes(self) -> list[str]:
         """Attributes this unit is negative toward."""
         return [a for a, c in self.by_attr.items() if c["negative"] > 0]
-
-
-def sentence_regard(regards: list[str]) -> str:
-    """Regard of a sentence toward one attribute from its mentions' regards (most negative wins)."""
-    if "negative" in regards:
-        return "negative"
-    return "positive" if "positive" in regards else "neutral"
 
 
 class CapController:
@@ -98,7 +93,9 @@ class CapController:
     ) -> None:
         _check_cap("cap", cap)
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-            raise ValueError(f"warmup={warmup!r} must be an int >= 0 (0: the cap holds from the first sentence)")
+            raise ValueError(
+                f"warmup={warmup!r} must be an int >= 0 (0: the cap holds from the first sentence)"
+            )
         self.cap = cap
         self.warmup = warmup
         self.seed = seed

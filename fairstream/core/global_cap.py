@@ -32,7 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-REGARDS = ("negative", "neutral", "positive")
+from fairstream.core.schema import REGARD_LABELS as REGARDS
+
 Counts = Mapping[str, Mapping[str, int]]  # {keyword: {"negative": n, "neutral": n, "positive": n}}
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-REGARDS = ("negative", "neutral", "positive")
+from fairstream.core.schema import REGARD_LABELS as REGARDS
 
 
 def _zero_attr() -> dict[str, Any]:
@@ -63,14 +63,6 @@ class StreamStats:
             skipped=Counter(data.get("skipped", {})),
             attributes=json.loads(json.dumps(data.get("attributes", {}))),
         )
-
-    def negative_share(self, keyword: str, when: str = "after") -> float:
-        """Negative share of an attribute's person sentences, ``before`` or ``after`` filtering."""
-        c = self.attributes.get(keyword)
-        if c is None:
-            return float("nan")
-        total = sum(c[when].values())
-        return c[when]["negative"] / total if total else float("nan")
 
 
 def stats_from_loader_state(state: dict[str, Any]) -> StreamStats:

@@ -17,14 +17,15 @@ from typing import Any
 
 import numpy as np
 
+# the labels live in fairstream.core.schema; re-exported here for imports written before it
+from fairstream.core.schema import REGARD_LABELS as REGARD_LABELS
+from fairstream.core.schema import WSD_LABELS as WSD_LABELS
+
 MARK_OPEN = "<<"
 MARK_CLOSE = ">>"
 # Long sentences are cut to a character window around the keyword so the marked occurrence is
 # never truncated away by the tokenizer's max length.
 CONTEXT_CHARS = 500
-
-WSD_LABELS = ("no", "yes", "unsure")
-REGARD_LABELS = ("negative", "neutral", "positive")
 
 
 @dataclass(frozen=True)

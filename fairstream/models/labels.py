@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import FairStreamError
-from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput
+from fairstream.models.encoding import MentionInput
 
 
 @dataclass(frozen=True)

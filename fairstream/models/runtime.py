@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import MissingDependencyError, ModelError
-from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput, encode_batch
+from fairstream.models.encoding import MentionInput, encode_batch
 
 logger = logging.getLogger(__name__)
 

@@ -44,13 +44,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from fairstream.core.schema import REGARDS_POSITIVE_FIRST
 from fairstream.errors import FairStreamError, InvalidDocumentError
 from fairstream.io import atomic_write
 
 logger = logging.getLogger(__name__)
 
 COUNTS_FORMAT = "fairstream-cooccurrence-v1"
-REGARDS = ("positive", "neutral", "negative")
+REGARDS = REGARDS_POSITIVE_FIRST  # the report's column order
 UNKNOWN_REGARD = "unknown"  # person mentions whose regard is null in the annotation
 REGARD_LABELS = (*REGARDS, UNKNOWN_REGARD)
 DEFAULT_PRUNE_EVERY = 100_000

@@ -11,11 +11,12 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairstream.stats.counts import REGARD_LABELS, CooccurrenceCounts
+from fairstream.core.schema import REGARD_LABELS as MODEL_ORDER
+from fairstream.stats.counts import REGARD_LABELS, UNKNOWN_REGARD, CooccurrenceCounts
 from fairstream.summary import pct, share_text
 
 REGARD_COLORS = {"negative": "#c62828", "neutral": "#b0b0b0", "positive": "#2e7d32", "unknown": "#e6e6e6"}
-CHART_ORDER = ("negative", "neutral", "positive", "unknown")  # negative first: small shares stay visible
+CHART_ORDER = (*MODEL_ORDER, UNKNOWN_REGARD)  # negative first: small shares stay visible
 
 
 @dataclass(frozen=True)

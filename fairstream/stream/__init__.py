@@ -1,10 +1,32 @@
-"""The streaming filter: tagging, the cap controller and the FairStream dataset."""
+"""The streaming filter's torch side: the FairStream dataset (and old import paths of the core).
 
-from fairstream.stream.cap import CapController, UnitCounts
-from fairstream.stream.dataset import FairStream, remove_spans
-from fairstream.stream.hf import fairstream_map_fn
-from fairstream.stream.stats import StreamStats, stats_from_loader_state
-from fairstream.stream.tagger import Tagger
+Names load on first use, so importing this package (e.g. for ``fairstream.stream.tagger``) does
+not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fairstream.adapters.hf import fairstream_map_fn
+    from fairstream.core.cap import CapController, UnitCounts
+    from fairstream.core.stats import StreamStats, stats_from_loader_state
+    from fairstream.core.step import remove_spans
+    from fairstream.stream.dataset import FairStream
+    from fairstream.stream.tagger import Tagger
+
+_LAZY = {
+    "CapController": "fairstream.core.cap",
+    "FairStream": "fairstream.stream.dataset",
+    "StreamStats": "fairstream.core.stats",
+    "Tagger": "fairstream.stream.tagger",
+    "UnitCounts": "fairstream.core.cap",
+    "fairstream_map_fn": "fairstream.adapters.hf",
+    "remove_spans": "fairstream.core.step",
+    "stats_from_loader_state": "fairstream.core.stats",
+}
 
 __all__ = [
     "CapController",
@@ -16,3 +38,9 @@ __all__ = [
     "remove_spans",
     "stats_from_loader_state",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'fairstream.stream' has no attribute {name!r}")

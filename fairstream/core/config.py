@@ -1,0 +1,309 @@
+"""``FilterConfig``: every setting of the filter in one frozen object, with its help text.
+
+The command line's ``filter`` options are generated from it (``add_arguments``), ``--config``
+files hold its field names, and every layer (the core step, the torch dataset, the map functions,
+the offline job) takes it whole, so a setting has one name, one default, one check and one help
+text everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fairstream.errors import ConfigError, option
+
+Granularity = Literal["sentence", "document"]
+Splitter = Literal["auto", "punkt", "fallback"]
+OnError = Literal["raise", "skip"]
+GRANULARITIES = ("sentence", "document")
+SPLITTERS = ("auto", "punkt", "fallback")
+ON_ERROR_VALUES = ("raise", "skip")
+DEVICES = ("cpu", "cuda")
+
+
+def _number_in(low: float, high: float) -> Callable[[Any], bool]:
+    return lambda v: (
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and low <= v <= high
+    )
+
+
+def _whole(least: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+def _opt(
+    help_: str,
+    *,
+    check: Callable[[Any], bool] | None = None,
+    allowed: str = "",
+    choices: tuple[str, ...] | None = None,
+    cli_type: Callable[[str], Any] | None = None,
+    metavar: str | None = None,
+    nargs: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "help": help_,
+        "check": check,
+        "allowed": allowed,
+        "choices": choices,
+        "cli_type": cli_type,
+        "metavar": metavar,
+        "nargs": nargs,
+    }
+
+
+def _parse_cap_pair(text: str) -> tuple[str, float]:
+    key, sep, value = text.partition("=")
+    try:
+        if not sep or not key:
+            raise ValueError
+        return key, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEYWORD_OR_CLASS=CAP (e.g. muslim=0.02 or religion=0.05)"
+        ) from None
+
+
+def _optional_str(text: str) -> str | None:
+    return text or None
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Settings of the streaming filter; see each field's help (``fairstream filter --help``)."""
+
+    cap: float = field(
+        default=0.01,
+        metadata=_opt(
+            "max kept negative-regard share per attribute, in [0, 1]; it holds once an attribute has "
+            "--warmup kept sentences, so rare attributes can end above it (flagged in the summary and "
+            "the report); 1 tags and counts only",
+            check=_number_in(0, 1),
+            allowed="a number in [0, 1] (1 keeps every sentence)",
+        ),
+    )
+    caps: Mapping[str, float] = field(
+        default_factory=dict,
+        metadata=_opt(
+            "caps of single attribute keywords or classes overriding --cap, as KEY=CAP pairs "
+            "(a keyword wins over its class)",
+            check=lambda v: isinstance(v, Mapping) and all(_number_in(0, 1)(c) for c in v.values()),
+            allowed="a mapping of keywords or classes to numbers in [0, 1]",
+            cli_type=_parse_cap_pair,
+            metavar="KEY=CAP",
+            nargs="+",
+        ),
+    )
+    warmup: int = field(
+        default=100,
+        metadata=_opt(
+            "kept sentences per attribute after which the cap always holds; 0 = strict: the cap holds "
+            "from the first sentence, at the cost of dropping more negative sentences",
+            check=_whole(0),
+            allowed="a whole number >= 0",
+        ),
+    )
+    seed: int = field(
+        default=0,
+        metadata=_opt(
+            "seed of the cap's random choices, >= 0", check=_whole(0), allowed="a whole number >= 0"
+        ),
+    )
+    granularity: Granularity = field(
+        default="sentence",
+        metadata=_opt(
+            "drop single sentences (the rest of the document is kept byte for byte) or whole documents",
+            choices=GRANULARITIES,
+        ),
+    )
+    lookahead: int = field(
+        default=256,
+        metadata=_opt(
+            "documents read ahead to batch model calls; a sentence repeated within this window "
+            "(web boilerplate) is judged once",
+            check=_whole(1),
+            allowed="a whole number >= 1",
+        ),
+    )
+    cache_size: int = field(
+        default=0,
+        metadata=_opt(
+            "judged mentions remembered across look-ahead windows (0: off); saves model calls on "
+            "boilerplate spread far apart",
+            check=_whole(0),
+            allowed="a whole number >= 0",
+        ),
+    )
+    batch_size: int = field(
+        default=8,
+        metadata=_opt(
+            "mentions per model forward pass, >= 1; speed only, the shipped model's decisions do not "
+            "depend on it",
+            check=_whole(1),
+            allowed="a whole number >= 1",
+        ),
+    )
+    min_tokens: int = field(
+        default=16,
+        metadata=_opt(
+            "candidate sentences need more than this many NLTK tokens",
+            check=_whole(0),
+            allowed="a whole number >= 0",
+        ),
+    )
+    max_tokens: int = field(
+        default=128,
+        metadata=_opt("... and at most this many", check=_whole(1), allowed="a whole number >= 1"),
+    )
+    splitter: Splitter = field(
+        default="auto",
+        metadata=_opt(
+            "sentence splitter: NLTK Punkt (punkt), fairstream's own Punkt parameters (fallback), or "
+            "Punkt where its data is installed, else the fallback (auto)",
+            choices=SPLITTERS,
+        ),
+    )
+    max_doc_chars: int = field(
+        default=1_000_000,
+        metadata=_opt(
+            "longer documents are bad records (usually broken extraction); 0 = no limit",
+            check=_whole(0),
+            allowed="a whole number >= 0 (0: no limit)",
+        ),
+    )
+    text_field: str = field(
+        default="text",
+        metadata=_opt(
+            "field that holds the text",
+            check=lambda v: isinstance(v, str) and bool(v),
+            allowed="a field name",
+        ),
+    )
+    id_field: str | None = field(
+        default="id",
+        metadata=_opt(
+            "field that names a document in errors and annotations ('' = none)",
+            check=lambda v: v is None or isinstance(v, str),
+            allowed="a field name or empty",
+            cli_type=_optional_str,
+        ),
+    )
+    on_error: OnError = field(
+        default="raise",
+        metadata=_opt(
+            "raise: stop at the first bad record, naming file and line; skip: count and skip bad records "
+            "(and the unreadable rest of a corrupt shard) and go on",
+            choices=ON_ERROR_VALUES,
+        ),
+    )
+    model: str | None = field(
+        default=None,
+        metadata=_opt(
+            "model folder (default: the shipped joint model)",
+            check=lambda v: v is None or isinstance(v, str),
+            allowed="a folder path",
+            metavar="FOLDER",
+        ),
+    )
+    taxonomy: str | None = field(
+        default=None,
+        metadata=_opt(
+            "taxonomy name or JSON file (default: taxonomy-v1)",
+            check=lambda v: v is None or isinstance(v, str),
+            allowed="a taxonomy name or JSON file",
+        ),
+    )
+    device: str = field(
+        default="cpu",
+        metadata=_opt("where the model runs", choices=DEVICES),
+    )
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            meta = f.metadata
+            value = getattr(self, f.name)
+            if meta["choices"] is not None and value not in meta["choices"]:
+                raise ConfigError(f"{option(f.name, value)} is not one of {meta['choices']}")
+            if meta["check"] is not None and not meta["check"](value):
+                raise ConfigError(f"{option(f.name, value)}: must be {meta['allowed']}")
+        if self.min_tokens >= self.max_tokens:
+            raise ConfigError(
+                f"{option('min_tokens', self.min_tokens)} must be less than "
+                f"{option('max_tokens', self.max_tokens)}"
+            )
+        # a plain dict inside a frozen object could still be changed by its caller: copy it
+        object.__setattr__(self, "caps", dict(self.caps))
+
+    @property
+    def doc_char_limit(self) -> int | None:
+        """``max_doc_chars`` as the text layer takes it (``None``: no limit)."""
+        return self.max_doc_chars or None
+
+    def replace(self, **changes: Any) -> FilterConfig:
+        """A copy with some settings changed (checked like the original)."""
+        _reject_unknown(changes, "FilterConfig.replace()")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able settings (``from_dict`` reads them back)."""
+        out = dataclasses.asdict(self)
+        out["caps"] = dict(self.caps)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "config") -> FilterConfig:
+        """Settings from a mapping (a ``--config`` file's, with ``-`` or ``_`` in names)."""
+        data = {str(k).replace("-", "_"): v for k, v in data.items()}
+        _reject_unknown(data, where)
+        return cls(**data)
+
+    @classmethod
+    def from_namespace(cls, args: argparse.Namespace) -> FilterConfig:
+        """Settings from parsed command-line options (those ``add_arguments`` added)."""
+        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+        caps = values.get("caps")
+        if caps is None:  # not given
+            values.pop("caps", None)
+        elif isinstance(caps, list):  # KEY=CAP pairs from the command line
+            values["caps"] = dict(caps)
+        return cls(**values)
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
+        """Add one ``--option`` per setting, with its help and default; options already there are kept."""
+        defaults = cls()
+        for f in dataclasses.fields(cls):
+            flag = "--" + f.name.replace("_", "-")
+            if f.name in skip or flag in parser._option_string_actions:
+                continue
+            meta = f.metadata
+            default = getattr(defaults, f.name)
+            kwargs: dict[str, Any] = {"dest": f.name, "help": meta["help"] + " (default: %(default)s)"}
+            if meta["choices"] is not None:
+                kwargs["choices"] = list(meta["choices"])
+            elif meta["cli_type"] is not None:
+                kwargs["type"] = meta["cli_type"]
+            elif isinstance(default, bool):
+                raise TypeError(f"no command-line form for boolean setting {f.name}")
+            elif isinstance(default, int | float):
+                kwargs["type"] = type(default)
+            if meta["metavar"]:
+                kwargs["metavar"] = meta["metavar"]
+            if meta["nargs"]:
+                kwargs["nargs"] = meta["nargs"]
+            kwargs["default"] = None if isinstance(default, Mapping) and not default else default
+            if f.name == "caps":
+                kwargs["help"] = meta["help"]
+            parser.add_argument(flag, **kwargs)
+
+
+def _reject_unknown(data: Mapping[str, Any], where: str) -> None:
+    names = {f.name for f in dataclasses.fields(FilterConfig)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown setting(s) {unknown}; allowed: {sorted(names)}")

@@ -1,0 +1,330 @@
+"""``FilterStep``: documents in -> per document the kept text, the dropped spans and an annotation.
+
+The step owns the tagger (keywords, sentences, model), the cap controller and the counts. Every
+way in (the torch dataset, ``datasets.map``, datatrove, Ray Data, the offline job) is a thin
+adapter that feeds it batches in stream order and maps its results back; so they all keep the
+same text from the same documents, seed and granularity.
+
+Decisions are made document by document in the order given, which is what makes them
+reproducible: ``state_dict()`` taken between two documents restores exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fairstream.core.cap import CapController, UnitCounts, sentence_regard
+from fairstream.core.config import FilterConfig
+from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
+from fairstream.core.stats import StreamStats
+from fairstream.errors import InvalidDocumentError, option
+from fairstream.stream.tagger import MentionModel, TaggedDocument, Tagger
+from fairstream.taxonomy import Taxonomy
+from fairstream.text import LengthFilter, coerce_text
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DroppedSpan:
+    """A removed sentence: its character span in the original text and why it was dropped."""
+
+    start: int
+    end: int
+    reason: str
+
+
+@dataclass
+class DocResult:
+    """What the step made of one document.
+
+    ``text`` is the text to emit: the original without the dropped sentences (byte for byte
+    otherwise); with ``granularity="document"`` a kept document is never changed. ``kept`` is
+    False for a dropped document (document granularity, or every sentence of it dropped) and for
+    an invalid one skipped under ``on_error="skip"`` (then ``error`` says why and ``text`` is None).
+    """
+
+    index: int
+    kept: bool
+    text: str | None
+    original: str | None
+    dropped: list[DroppedSpan] = field(default_factory=list)
+    annotation: dict[str, Any] | None = None
+    error: InvalidDocumentError | None = None
+    tagged: TaggedDocument | None = field(default=None, repr=False)
+
+    def annotation_with_tokens(self) -> dict[str, Any] | None:
+        """The annotation with each sentence's NLTK tokens (for counters that would tokenize again)."""
+        if self.annotation is None or self.tagged is None:
+            return self.annotation
+        sentences = [
+            {**s, "tokens": ts.sentence.tokens}
+            for s, ts in zip(self.annotation["sentences"], self.tagged.sentences, strict=True)
+        ]
+        return {**self.annotation, "sentences": sentences}
+
+
+class FilterStep:
+    """The filter over batches of documents, in stream order (see module docstring).
+
+    Args:
+        config: the settings (``FilterConfig()``: the defaults); ``settings`` override fields of it.
+        model: a loaded model (anything with ``name`` and ``predict``) used instead of
+            ``config.model`` (so several steps can share one).
+        taxonomy: a loaded taxonomy used instead of ``config.taxonomy``.
+    """
+
+    def __init__(
+        self,
+        config: FilterConfig | None = None,
+        *,
+        model: MentionModel | None = None,
+        taxonomy: Taxonomy | None = None,
+        **settings: Any,
+    ) -> None:
+        config = config or FilterConfig()
+        self.config = config.replace(**settings) if settings else config
+        c = self.config
+        if taxonomy is None and c.taxonomy is not None:
+            taxonomy = Taxonomy.load(c.taxonomy)
+        self.tagger = Tagger(
+            model if model is not None else c.model,
+            taxonomy=taxonomy,
+            splitter=c.splitter,
+            length_filter=LengthFilter(c.min_tokens, c.max_tokens),
+            cache_size=c.cache_size,
+            batch_size=c.batch_size,
+        )
+        self.taxonomy = self.tagger.taxonomy
+        self.controller = CapController(
+            c.cap, caps=c.caps, taxonomy=self.taxonomy, warmup=c.warmup, seed=c.seed
+        )
+        self._stats = StreamStats()
+
+    # -- documents in ------------------------------------------------------------------------------
+    def text_of(self, doc: Any, name: str) -> str | InvalidDocumentError:
+        """The text of a document (a dict or a string), or the error that makes it unusable.
+
+        ``name`` names the document in the error (e.g. ``file:line`` or ``document 7``).
+        """
+        field_name = self.config.text_field
+        id_field = self.config.id_field
+        if id_field and isinstance(doc, Mapping) and doc.get(id_field) is not None:
+            name = f"{name} (id={doc[id_field]!r})"
+        try:
+            if isinstance(doc, Mapping):
+                if field_name not in doc:
+                    raise InvalidDocumentError(
+                        f"{name}: no field {field_name!r} (fields: {sorted(doc)[:10]})",
+                        reason="missing-field",
+                        fix=f"set {option('text_field')} or pass {option('on_error', 'skip')}",
+                    )
+                value = doc[field_name]
+            else:
+                value = doc
+            return coerce_text(
+                value, where=f"{name} field {field_name!r}", max_chars=self.config.doc_char_limit
+            )
+        except InvalidDocumentError as exc:
+            return exc
+
+    def tag(self, texts: list[str]) -> list[TaggedDocument]:
+        """Keywords, candidate sentences and model judgements of several texts (one batched model call)."""
+        return self.tagger.tag_batch(texts)
+
+    def process(
+        self,
+        docs: Sequence[Any],
+        *,
+        start: int = 0,
+        annotate: bool = True,
+        locate: Callable[[int], str] | None = None,
+    ) -> list[DocResult]:
+        """Filter a batch of documents, in order; ``start`` is the index of ``docs[0]`` in the stream.
+
+        With ``on_error="raise"`` a bad document raises before any document of the batch is
+        decided, so the step's state is as before the call.
+        """
+        name = locate or (lambda i: f"document {i}")
+        texts = [self.text_of(doc, name(start + i)) for i, doc in enumerate(docs)]
+        if self.config.on_error == "raise":
+            for t in texts:
+                if isinstance(t, InvalidDocumentError):
+                    raise t
+        tagged = iter(self.tag([t for t in texts if isinstance(t, str)]))
+        out = []
+        for i, (doc, text) in enumerate(zip(docs, texts, strict=True)):
+            if isinstance(text, InvalidDocumentError):
+                out.append(self.skip(start + i, text))
+            else:
+                out.append(self.decide(start + i, doc, text, next(tagged), annotate=annotate))
+        return out
+
+    def skip(self, index: int, error: InvalidDocumentError) -> DocResult:
+        """Count an invalid document as skipped (``on_error="skip"``)."""
+        self._stats.counters["docs_in"] += 1
+        self._stats.skipped[error.reason] += 1
+        logger.warning("skipped %s", error.problem)
+        return DocResult(index, kept=False, text=None, original=None, error=error)
+
+    def decide(
+        self, index: int, doc: Any, text: str, tagged: TaggedDocument, *, annotate: bool = True
+    ) -> DocResult:
+        """Apply the cap to one tagged document (the next in stream order) and count it."""
+        stats = self._stats
+        stats.counters["docs_in"] += 1
+        if not text.strip():
+            stats.counters["docs_empty"] += 1
+        if tagged.scan.has_keyword:
+            stats.counters["docs_with_keyword"] += 1
+        stats.counters["sentences_candidate"] += len(tagged.sentences)
+        stats.counters["sentences_out_of_length"] += tagged.scan.n_mention_sentences_out_of_length
+        sentence_units: list[UnitCounts] = []
+        for ts in tagged.sentences:
+            per_attr: dict[str, list[str]] = {}
+            for m, p in zip(ts.sentence.mentions, ts.predictions, strict=True):
+                stats.attr(m.keyword)["mentions"] += 1
+                if p.person and p.regard is not None:
+                    per_attr.setdefault(m.keyword, []).append(p.regard)
+            unit = UnitCounts()
+            for kw, regards in per_attr.items():
+                r = sentence_regard(regards)
+                unit.add(kw, r)
+                a = stats.attr(kw)
+                a["person_sentences"] += 1
+                a["before"][r] += 1
+            sentence_units.append(unit)
+        decisions = self._decide(sentence_units)
+        dropped: list[DroppedSpan] = []
+        for ts, unit, (keep, reason) in zip(tagged.sentences, sentence_units, decisions, strict=True):
+            for kw, counts in unit.by_attr.items():
+                r = next(k for k, v in counts.items() if v)
+                if keep:
+                    stats.attr(kw)["after"][r] += 1
+                else:
+                    stats.attr(kw)["dropped"] += 1
+            if not keep:
+                stats.counters["sentences_dropped"] += 1
+                dropped.append(DroppedSpan(ts.sentence.start, ts.sentence.end, reason))
+        new_text = remove_spans(text, [(d.start, d.end) for d in dropped]) if dropped else text
+        doc_dropped = bool(dropped) and (self.config.granularity == "document" or not new_text.strip())
+        if doc_dropped:
+            stats.counters["docs_dropped"] += 1
+        else:
+            stats.counters["docs_out"] += 1
+            if dropped:
+                stats.counters["docs_modified"] += 1
+        annotation = self._annotation(index, doc, tagged, decisions, not doc_dropped) if annotate else None
+        if self.config.granularity == "document":
+            new_text = text  # a kept document is whole; a dropped one is dropped whole
+        return DocResult(index, not doc_dropped, new_text, text, dropped, annotation, tagged=tagged)
+
+    def _decide(self, units: list[UnitCounts]) -> list[tuple[bool, str]]:
+        if self.config.granularity == "sentence":
+            return [self.controller.decide(u) for u in units]
+        doc_unit = UnitCounts()
+        for u in units:
+            for kw, counts in u.by_attr.items():
+                for r, c in counts.items():
+                    doc_unit.add(kw, r, c)
+        keep, reason = self.controller.decide(doc_unit)
+        # a dropped document drops all its sentences, so the stats agree with the controller's tallies
+        return [(keep, reason if keep or u.negative_attributes else "document-dropped") for u in units]
+
+    def _annotation(
+        self, index: int, doc: Any, tagged: TaggedDocument, decisions: list[tuple[bool, str]], kept: bool
+    ) -> dict[str, Any]:
+        id_field = self.config.id_field
+        doc_id = doc.get(id_field) if (id_field and isinstance(doc, Mapping)) else None
+        sentences = []
+        for ts, (keep, reason) in zip(tagged.sentences, decisions, strict=True):
+            mentions = []
+            for m, p in zip(ts.sentence.mentions, ts.predictions, strict=True):
+                d = m.to_dict()
+                d.update(
+                    {
+                        "wsd_score": round(p.wsd_score, 4),
+                        "person": p.person,
+                        "regard": p.regard,
+                        "regard_probs": [round(x, 4) for x in p.regard_probs],
+                    }
+                )
+                mentions.append(d)
+            sentences.append(
+                {
+                    "start": ts.sentence.start,
+                    "end": ts.sentence.end,
+                    "n_tokens": ts.sentence.n_tokens,
+                    "kept": keep,
+                    "reason": reason,
+                    "mentions": mentions,
+                }
+            )
+        return {
+            "schema_version": ANNOTATION_SCHEMA_VERSION,
+            "doc_index": index,
+            "id": doc_id,
+            "taxonomy": self.taxonomy.name,
+            "model": self.tagger.model.name,
+            "granularity": self.config.granularity,
+            "sentences": sentences,
+            # counters of documents out read this, so theirs equal stats()["counters"]["docs_out"]
+            "doc_kept": kept,
+        }
+
+    # -- counts and state --------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """Mergeable counts (JSON-able); add several with ``StreamStats.from_dict(a) + ...``."""
+        out = self._stats.to_dict()
+        out["counters"]["model_calls"] = self.tagger.model_calls
+        out["counters"]["mentions_predicted"] = self.tagger.mentions_predicted
+        out["counters"]["cache_hits"] = self.tagger.cache_hits
+        out["seconds"] = {k: round(v, 3) for k, v in self.tagger.seconds.items()}
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        """The cap controller's tallies and generator and the counts, as plain JSON."""
+        return {"controller": self.controller.state_dict(), "stats": self._stats.to_dict()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what ``state_dict()`` saved; the next document decided continues the stream."""
+        self.controller.load_state_dict(state["controller"])
+        self._stats = StreamStats.from_dict(state["stats"])
+
+
+def output_document(
+    doc: Any, result: DocResult, *, text_field: str, annotation_field: str | None = None
+) -> Any:
+    """The emitted form of a kept document: its fields with the new text (and the annotation)."""
+    if isinstance(doc, Mapping):
+        out = dict(doc)
+        out[text_field] = result.text
+    elif annotation_field is not None:
+        out = {text_field: result.text}
+    else:
+        return result.text
+    if annotation_field is not None:
+        out[annotation_field] = result.annotation
+    return out
+
+
+def remove_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """Remove sentence spans and the whitespace after each (before it, for a final sentence).
+
+    Everything else, including the whitespace between kept sentences, is kept byte-for-byte.
+    """
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        stop = end
+        while stop < len(text) and text[stop].isspace():
+            stop += 1
+        if stop == len(text):  # last sentence: eat the whitespace before it instead
+            while start > pos and text[start - 1].isspace():
+                start -= 1
+        out.append(text[pos:start])
+        pos = stop
+    out.append(text[pos:])
+    return "".join(out)
