@@ -14,6 +14,7 @@ from fairstream.stats.counts import (
     CountsHook,
     consume_into,
 )
+from fairstream.stats.examples import DroppedExamples
 from fairstream.stats.report import ReportPaths, write_report
 from fairstream.stats.scores import (
     ClassScores,
@@ -49,6 +50,7 @@ __all__ = [
     "ClassScores",
     "CooccurrenceCounts",
     "CountsHook",
+    "DroppedExamples",
     "RecallResult",
     "ReportPaths",
     "SeegullError",
