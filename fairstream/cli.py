@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fairstream.errors import FairStreamError
+from fairstream import __version__
+from fairstream.core.config import FilterConfig
+from fairstream.errors import FairStreamError, InvalidDocumentError, cli_interface
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +63,16 @@ def load_config(path: str | Path) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse ``argv``; an unknown option is reported with the usage of its subcommand."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        args._subparser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def _apply_config(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     config_file = getattr(args, "config", None)
     if not config_file:
         return args
@@ -72,7 +83,56 @@ def _apply_config(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argpa
     if unknown:
         raise FairStreamError(f"{config_file}: unknown option(s) {unknown}; allowed: {sorted(allowed)}")
     sub.set_defaults(**config)
-    return parser.parse_args(argv)
+    return _parse(parser, argv)
+
+
+# -- option checks: every value, from the command line or a config file, before any work ----------
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_int(v: Any, least: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+ALLOWED: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "cap": (lambda v: _is_number(v) and 0 <= v <= 1, "a number in [0, 1] (1 keeps every sentence)"),
+    "warmup": (lambda v: _is_int(v, 0), "a whole number >= 0"),
+    "min_attribute_share": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "seed": (lambda v: _is_int(v, 0), "a whole number >= 0"),
+    "max_doc_chars": (lambda v: _is_int(v, 0), "a whole number >= 0 (0: no limit)"),
+    "top_n": (lambda v: _is_int(v, 1), "a whole number >= 1"),
+    "top_k": (lambda v: _is_int(v, 1), "a whole number >= 1"),
+    "min_word_count": (lambda v: _is_int(v, 0), "a whole number >= 0"),
+    "min_attribute_sentences": (lambda v: _is_int(v, 0), "a whole number >= 0"),
+    "min_tokens": (lambda v: _is_int(v, 0), "a whole number >= 0"),
+    "max_tokens": (lambda v: _is_int(v, 1), "a whole number >= 1"),
+    "batch_size": (lambda v: _is_int(v, 1), "a whole number >= 1"),
+    "limit": (lambda v: v is None or _is_int(v, 1), "a whole number >= 1"),
+    "retries": (lambda v: _is_int(v, 0), "a whole number >= 0"),
+    "k": (
+        lambda v: isinstance(v, list) and bool(v) and all(_is_int(x, 1) for x in v),
+        "one or more whole numbers >= 1",
+    ),
+    "text_field": (lambda v: isinstance(v, str) and bool(v), "a field name"),
+}
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Reject any option value outside its allowed range, naming the flag (one line, before any work)."""
+    for action in args._subparser._actions:
+        rule = ALLOWED.get(action.dest)
+        if rule is None or not hasattr(args, action.dest):
+            continue
+        ok, allowed = rule
+        value = getattr(args, action.dest)
+        if not ok(value):
+            flag = action.option_strings[-1] if action.option_strings else action.dest
+            raise FairStreamError(f"{flag} {value!r}: must be {allowed}")
+    if getattr(args, "min_tokens", 0) >= getattr(args, "max_tokens", 1):
+        raise FairStreamError(
+            f"--min-tokens {args.min_tokens} must be less than --max-tokens {args.max_tokens}"
+        )
 
 
 # -- commands ---------------------------------------------------------------------------------------
@@ -92,10 +152,9 @@ def cmd_taxonomy(args: argparse.Namespace) -> int:
 
 def cmd_detect(args: argparse.Namespace) -> int:
     """Keyword mentions (no models) of every document, as JSON lines."""
-    from tqdm import tqdm
-
     from fairstream.candidates import CandidateExtractor
-    from fairstream.io import list_shards, read_documents, write_jsonl
+    from fairstream.io import iter_records, list_shards, write_jsonl
+    from fairstream.progress import Progress
     from fairstream.taxonomy import Taxonomy
     from fairstream.text import LengthFilter, coerce_text
 
@@ -103,21 +162,27 @@ def cmd_detect(args: argparse.Namespace) -> int:
         Taxonomy.load(args.taxonomy), length_filter=LengthFilter(args.min_tokens, args.max_tokens)
     )
     skipped: list[str] = []
+    shards = list_shards(args.inputs or [sample_corpus_path()])
 
     def records() -> Any:
-        for shard in list_shards(args.inputs or [sample_corpus_path()]):
-            for i, doc in enumerate(
-                tqdm(
-                    read_documents(shard, on_error=args.on_error, skipped=skipped),
-                    desc=shard.name,
-                    unit="doc",
-                )
-            ):
-                text = coerce_text(
-                    doc.get(args.text_field),
-                    where=f"{shard}:{i + 1} field {args.text_field!r}",
-                    max_chars=None,
-                )
+        progress = Progress(
+            sum(s.stat().st_size for s in shards), desc="fairstream detect", enabled=not args.no_progress
+        )
+        for shard in shards:
+            progress.note(shard.name)
+            for i, (line, doc) in enumerate(iter_records(shard, on_error=args.on_error, skipped=skipped)):
+                try:
+                    text = coerce_text(
+                        doc.get(args.text_field),
+                        where=f"{shard}:{line} field {args.text_field!r}",
+                        max_chars=None,
+                    )
+                except InvalidDocumentError as exc:
+                    if args.on_error == "raise":
+                        raise
+                    logger.warning("skipping: %s", exc.problem)
+                    skipped.append(exc.problem)
+                    continue
                 scan = extractor.scan(text)
                 yield {
                     "file": shard.name,
@@ -132,6 +197,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
                         for c in scan.candidates
                     ],
                 }
+            progress.advance(shard.stat().st_size)
+        progress.close()
 
     n = write_jsonl(args.output, records())
     print(
@@ -142,20 +209,14 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
 
 def cmd_filter(args: argparse.Namespace) -> int:
-    """Filter shards (or the embedded sample corpus) and write outputs, stats and a report."""
+    """Filter shards and write outputs, stats and a report."""
     from fairstream.filter_job import FilterJob
+    from fairstream.summary import format_summary
 
-    inputs = args.inputs or [sample_corpus_path()]
     job = FilterJob(
-        inputs=inputs,
+        inputs=args.inputs,
         output_dir=Path(args.output),
-        cap=args.cap,
-        granularity=args.granularity,
-        seed=args.seed,
-        model=args.model,
-        taxonomy=args.taxonomy,
-        text_field=args.text_field,
-        on_error=args.on_error,
+        config=FilterConfig.from_namespace(args),
         annotate=args.annotate,
         report=not args.no_report,
         report_settings=_vocabulary_settings(args),
@@ -164,13 +225,15 @@ def cmd_filter(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     summary = job.run()
     summary["seconds"] = round(time.perf_counter() - t0, 2)
-    print(job.format_summary(summary))
+    print(format_summary(summary))
+    for problem in summary.get("problems", []):
+        print(f"fairstream: lost: {problem}", file=sys.stderr)
     return 0
 
 
 def cmd_eval_models(args: argparse.Namespace) -> int:
     """Score the joint model on a labels file of the dev-set schema."""
-    from fairstream.eval import evaluate_model, format_report
+    from fairstream.eval import evaluate_model, format_report, to_json
     from fairstream.models.runtime import JointModel
     from fairstream.taxonomy import Taxonomy
 
@@ -181,7 +244,7 @@ def cmd_eval_models(args: argparse.Namespace) -> int:
         result = dict(result)
         if not args.predictions:
             result.pop("predictions")
-        print(json.dumps(result, indent=2))
+        print(to_json(result))
     else:
         print(format_report(result))
     return 0
@@ -191,15 +254,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Write the bias report from saved co-occurrence counts."""
     from fairstream.stats import CooccurrenceCounts, write_report
 
-    before = CooccurrenceCounts.load(args.before)
-    after = CooccurrenceCounts.load(args.after) if args.after else None
-    stream_stats = json.loads(Path(args.stream_stats).read_text()) if args.stream_stats else None
+    counts_file = "a counts file written by fairstream filter (counts_before.json or counts_after.json)"
+    before = _load_input("--before", args.before, CooccurrenceCounts.load, counts_file)
+    after = _load_input("--after", args.after, CooccurrenceCounts.load, counts_file) if args.after else None
+    stream_stats = (
+        _load_input("--stream-stats", args.stream_stats, _read_json_object, "a stats.json file")
+        if args.stream_stats
+        else None
+    )
+    examples = (
+        _load_input("--examples", args.examples, _read_json_object, "an examples.json file")
+        if args.examples
+        else None
+    )
     paths = write_report(
         before,
         after,
         Path(args.out),
         top_k=args.top_k,
         stream_stats=stream_stats,
+        examples=examples,
         **_vocabulary_settings(args),
     )
     for p in paths.all():
@@ -211,7 +285,9 @@ def cmd_seegull(args: argparse.Namespace) -> int:
     """Recall@k of SeeGULL stereotypes against the bias scores of saved counts."""
     from fairstream.stats import CooccurrenceCounts, format_seegull_table, seegull_recall_table
 
-    counts = CooccurrenceCounts.load(args.counts)
+    counts = _load_input(
+        "--counts", args.counts, CooccurrenceCounts.load, "a counts file written by fairstream filter"
+    )
     rows = seegull_recall_table(
         counts,
         Path(args.seegull_dir),
@@ -224,6 +300,27 @@ def cmd_seegull(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_json_object(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _load_input(flag: str, path: str, load: Callable[[Path], Any], what: str) -> Any:
+    """``load(path)``, or a one-line error naming the flag, the path and the problem."""
+    p = Path(path)
+    if not p.is_file():
+        raise FairStreamError(
+            f"{flag} {p}: {'is a folder' if p.is_dir() else 'no such file'}; expected {what}"
+        )
+    try:
+        return load(p)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problem = str(exc).removeprefix(f"{p}: ")
+        raise FairStreamError(f"{flag} {p}: not {what} ({problem})") from None
+
+
 def _vocabulary_settings(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "top_n": args.top_n,
@@ -234,12 +331,20 @@ def _vocabulary_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _vocabulary_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--top-n", type=int, default=20000, help="K of the vocabulary rule (default: %(default)s)")
+    p.add_argument(
+        "--top-n",
+        type=int,
+        default=20000,
+        help="K of the vocabulary rule: each attribute's K most frequent words (default: %(default)s)",
+    )
     p.add_argument(
         "--min-word-count", type=int, default=3, help="words need c(w,a) >= this (default: %(default)s)"
     )
     p.add_argument(
-        "--min-attribute-sentences", type=int, default=10, help="attributes with fewer sentences are left out"
+        "--min-attribute-sentences",
+        type=int,
+        default=10,
+        help="attributes with fewer sentences are left out (default: %(default)s)",
     )
     p.add_argument(
         "--min-attribute-share",
@@ -274,6 +379,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="JSON/TOML/YAML file of option values (command line wins)")
     p.add_argument("--taxonomy", default=None, help="taxonomy name or JSON file (default: taxonomy-v1)")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
+    p.add_argument(
+        "--debug", action="store_true", help="on an error, show the Python traceback, not one line"
+    )
+
+
+ON_ERROR_HELP = (
+    "raise: stop at the first bad record, naming file and line; skip: count and skip bad records "
+    "(and the unreadable rest of a corrupt shard) and go on (default: %(default)s)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -281,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fairstream", description="Audit and rebalance social bias in pretraining text."
     )
+    parser.add_argument("--version", action="version", version=f"fairstream {__version__}")
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
@@ -292,68 +407,110 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "filter",
         cmd_filter,
-        "Filter document shards (default: the embedded sample corpus); write outputs, stats and a report.",
+        "Filter document shards; write outputs, stats and a report.",
     )
     p.add_argument(
-        "inputs", nargs="*", help="shard files or folders (.jsonl, .jsonl.gz, .parquet); none = sample corpus"
+        "inputs",
+        nargs="+",
+        help="shard files or folders (.jsonl, .jsonl.gz, .json.gz, .parquet; folders are searched "
+        f"recursively); try the shipped sample: {sample_corpus_path()}",
     )
-    p.add_argument("-o", "--output", default="fairstream-out", help="output folder (default: %(default)s)")
     p.add_argument(
-        "--cap",
-        type=float,
-        default=0.01,
-        help="max kept negative-regard share per attribute (default: %(default)s)",
+        "-o",
+        "--output",
+        default="fairstream-out",
+        help="output folder; each shard is written to data/ under its path relative to the inputs' "
+        "common folder, in its own format (default: %(default)s)",
     )
-    p.add_argument("--granularity", choices=["sentence", "document"], default="sentence")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model", default=None, help="model folder (default: shipped joint-v2)")
-    p.add_argument("--text-field", default="text")
-    p.add_argument("--on-error", choices=["raise", "skip"], default="raise")
+    # every setting of the filter, with its help and default, from the one config object
+    FilterConfig.add_arguments(p)
     p.add_argument("--annotate", action="store_true", help="add per-document annotations to the output")
     p.add_argument("--no-report", action="store_true", help="skip the Markdown/HTML report")
     _vocabulary_options(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = add("detect", cmd_detect, "Find taxonomy keyword mentions (no models) and write them as JSON lines.")
-    p.add_argument("inputs", nargs="*", help="shard files or folders; none = sample corpus")
-    p.add_argument("-o", "--output", default="mentions.jsonl")
-    p.add_argument("--text-field", default="text")
-    p.add_argument("--min-tokens", type=int, default=16)
-    p.add_argument("--max-tokens", type=int, default=128)
-    p.add_argument("--on-error", choices=["raise", "skip"], default="raise")
+    p.add_argument("inputs", nargs="*", help="shard files or folders; none = the shipped sample corpus")
+    p.add_argument(
+        "-o", "--output", default="mentions.jsonl", help="JSON lines output (default: %(default)s)"
+    )
+    p.add_argument("--text-field", default="text", help="field that holds the text (default: %(default)s)")
+    p.add_argument(
+        "--min-tokens",
+        type=int,
+        default=16,
+        help="sentences need more than this many NLTK tokens (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=128,
+        help="... and at most this many (default: %(default)s)",
+    )
+    p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help=ON_ERROR_HELP)
+    p.add_argument("--no-progress", action="store_true", help="no progress display")
 
     p = add("taxonomy", cmd_taxonomy, "Print and validate a taxonomy.")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the taxonomy as JSON")
 
     p = add(
         "eval-models", cmd_eval_models, "Evaluate the WSD + regard model on a labels file (dev-set schema)."
     )
     p.add_argument("--labels", required=True, help="JSON lines with text, keyword, gloss, wsd, regard")
     p.add_argument("--model", default=None, help="model folder (default: shipped joint-v2)")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--batch-size", type=int, default=8, help="pairs per model call, >= 1 (default: %(default)s)"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the scores as JSON (null where a score has no data)"
+    )
     p.add_argument("--predictions", action="store_true", help="with --json: include per-item predictions")
 
     p = add("report", cmd_report, "Write the Markdown + HTML bias report from saved co-occurrence counts.")
     p.add_argument("--before", required=True, help="counts.json of the unfiltered stream")
     p.add_argument("--after", default=None, help="counts.json of the filtered stream")
-    p.add_argument("--stream-stats", default=None, help="stats.json of the stream (optional)")
-    p.add_argument("-o", "--out", default="fairstream-report")
-    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument(
+        "--stream-stats",
+        default=None,
+        help="stats.json of the filter run: the report's headline, cap and model (optional)",
+    )
+    p.add_argument(
+        "--examples", default=None, help="examples.json of the filter run: dropped sentences shown (optional)"
+    )
+    p.add_argument("-o", "--out", default="fairstream-report", help="report folder (default: %(default)s)")
+    p.add_argument(
+        "--top-k", type=int, default=10, help="words shown per attribute in tables (default: %(default)s)"
+    )
     _vocabulary_options(p)
 
     p = add(
         "seegull-recall", cmd_seegull, "Recall@k of SeeGULL stereotypes by the bias scores (paper Table 8)."
     )
     p.add_argument("--counts", required=True, help="counts.json (e.g. written by fairstream filter)")
-    p.add_argument("--seegull-dir", default="../shared/data/bias/seegull")
-    p.add_argument("--version", choices=["v1", "v2"], default="v2")
-    p.add_argument("-k", type=int, nargs="+", default=[50, 100, 200, 300, 500])
     p.add_argument(
-        "--multiword", choices=["skip", "all", "any"], default="skip", help="multi-word stereotypes"
+        "--seegull-dir",
+        default="../shared/data/bias/seegull",
+        help="folder of the SeeGULL CSV files (default: %(default)s)",
+    )
+    p.add_argument(
+        "--version", choices=["v1", "v2"], default="v2", help="SeeGULL release (default: %(default)s)"
+    )
+    p.add_argument(
+        "-k",
+        type=int,
+        nargs="+",
+        default=[50, 100, 200, 300, 500],
+        help="cut-offs k of recall@k (default: %(default)s)",
+    )
+    p.add_argument(
+        "--multiword",
+        choices=["skip", "all", "any"],
+        default="skip",
+        help="multi-word stereotypes: skip them, or count a hit when all / any of their words are in "
+        "the top k (default: %(default)s)",
     )
     _vocabulary_options(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
 
     p = add(
         "annotate", cmd_annotate, "Label (sentence, keyword) pairs with an LLM (paper prompts); resumable."
@@ -362,7 +519,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-o", "--output", required=True, help="JSON lines output (appended; existing uids are skipped)"
     )
-    p.add_argument("--backend", choices=["openai", "transformers"], default="openai")
+    p.add_argument(
+        "--backend",
+        choices=["openai", "transformers"],
+        default="openai",
+        help="an OpenAI-compatible server or a local transformers model (default: %(default)s)",
+    )
     p.add_argument(
         "--model", required=True, help="model name (openai) or local folder / repo path (transformers)"
     )
@@ -370,35 +532,64 @@ def build_parser() -> argparse.ArgumentParser:
         "--base-url", default="http://localhost:8000/v1", help="OpenAI-compatible endpoint (openai backend)"
     )
     p.add_argument("--gguf-file", default=None, help="GGUF file name inside --model (transformers backend)")
-    p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--retries", type=int, default=3)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--limit", type=int, default=None, help="label at most this many pairs (default: all)")
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=3,
+        help="retries of a failed request or an unparsed answer (default: %(default)s)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     from fairstream.builders import cli_finetune
 
     cli_finetune.register(add)
+
+    from fairstream.builders import cli_augment
+
+    cli_augment.register(add)
+
+    from fairstream import bench
+
+    bench.register(add)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fairstream`` command."""
+    """Entry point of the ``fairstream`` command.
+
+    Errors a user can act on (bad option, input or output) print one line and exit 2; ``--debug``
+    shows the traceback instead.
+    """
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
     try:
-        args = _apply_config(parser, argv)
-        if args.verbose:
-            handler = logging.StreamHandler()
-            handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-            pkg_logger = logging.getLogger("fairstream")
-            pkg_logger.addHandler(handler)
-            pkg_logger.setLevel(logging.INFO)
-        return int(args.func(args))
-    except FairStreamError as exc:
-        print(f"fairstream: error: {exc}", file=sys.stderr)
+        with cli_interface():  # messages name --flags, not keyword arguments
+            args = _apply_config(parser, argv)
+            debug = debug or bool(args.debug)
+            check_options(args)
+            if args.verbose:
+                handler = logging.StreamHandler()
+                handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+                pkg_logger = logging.getLogger("fairstream")
+                pkg_logger.addHandler(handler)
+                pkg_logger.setLevel(logging.INFO)
+            return int(args.func(args))
+    except (FairStreamError, OSError) as exc:
+        if debug:
+            raise
+        print(f"fairstream: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fairstream: interrupted", file=sys.stderr)
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and not isinstance(exc, FairStreamError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)
 
 
 if __name__ == "__main__":
