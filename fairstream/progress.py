@@ -41,6 +41,7 @@ class Progress:
         self.enabled = enabled
         self._t0 = self._last = time.monotonic()
         self._bar: Any = None
+        self._note = ""
         if enabled and self.file.isatty():
             from tqdm import tqdm
 
@@ -66,7 +67,8 @@ class Progress:
             self._line()
 
     def note(self, text: str) -> None:
-        """Show what is being worked on (e.g. the current shard) beside the bar."""
+        """Show what is being worked on (e.g. the current shard) beside the bar (and in plain lines)."""
+        self._note = text
         if self._bar is not None:
             self._bar.set_postfix_str(text, refresh=False)
 
@@ -75,8 +77,9 @@ class Progress:
         share = self.n / self.total if self.total else 1.0
         rate = (self.n - self.start_n) / elapsed if elapsed > 0 else 0.0
         eta = f", about {_clock((self.total - self.n) / rate)} left" if rate > 0 else ""
+        note = f", {self._note}" if self._note else ""
         print(
-            f"{self.desc}: {_mb(self.n)} of {_mb(self.total)} ({share:.0%}), {_clock(elapsed)} elapsed{eta}",
+            f"{self.desc}: {_mb(self.n)} of {_mb(self.total)} ({share:.0%}){note}, {_clock(elapsed)} elapsed{eta}",
             file=self.file,
             flush=True,
         )
@@ -87,4 +90,5 @@ class Progress:
             self._bar.close()
         elif self.enabled:
             elapsed = time.monotonic() - self._t0
-            print(f"{self.desc}: {_mb(self.n)} done in {_clock(elapsed)}", file=self.file, flush=True)
+            note = f" ({self._note})" if self._note else ""
+            print(f"{self.desc}: {_mb(self.n)}{note} done in {_clock(elapsed)}", file=self.file, flush=True)

@@ -1,0 +1,122 @@
+"""Resume inside a shard, and refuse to resume with other settings.
+
+A pass writes one shard's output as numbered parts of ``every`` records each (under
+``<work>/parts/<shard>/``); after each part it saves a checkpoint (records consumed, the pass's
+own state) atomically. A killed run leaves at most one part newer than its checkpoint: the rerun
+writes that part again, byte for byte the same, since parts start at fixed record numbers. When
+the shard is done the parts are joined into the final file (atomically) and removed. Part
+boundaries depend only on ``every``, so the joined file is the same whatever the restarts.
+
+``check_settings`` keeps a job folder's settings in ``_job.json``: a rerun with a changed setting
+is refused with a message naming it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from fairstream.errors import FairStreamError, option
+from fairstream.io import atomic_write, write_json
+
+logger = logging.getLogger(__name__)
+
+JOB_FILE = "_job.json"
+CHECKPOINT = "checkpoint.json"
+
+
+def check_settings(
+    folder: Path, settings: Mapping[str, Any], *, filename: str = JOB_FILE, what: str = "job"
+) -> None:
+    """Record ``settings`` in ``folder``, or refuse if the folder holds a run with other ones."""
+    path = folder / filename
+    if path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        for key in sorted(set(old) | set(settings)):
+            if old.get(key) != settings.get(key):
+                raise FairStreamError(
+                    f"{path}: this folder holds a {what} run with {_setting(key)} {old.get(key)!r}, "
+                    f"now {settings.get(key)!r}; rerun with the same settings to resume, or use a new "
+                    f"output folder ({option('output_dir')})"
+                )
+        return
+    write_json(path, dict(settings))
+
+
+def _setting(key: str) -> str:
+    return "input shards" if key == "shards" else option(key).rstrip("=")
+
+
+class ShardParts:
+    """The parts and the checkpoint of one shard's output in one pass (see module docstring).
+
+    Args:
+        folder: where the parts live (one folder per shard and pass).
+        suffix: the parts' format, ``.jsonl`` or ``.parquet``.
+    """
+
+    def __init__(self, folder: Path, suffix: str) -> None:
+        self.folder = folder
+        self.suffix = suffix
+
+    def load(self) -> dict[str, Any]:
+        """The last checkpoint (``{}`` when the shard has none)."""
+        path = self.folder / CHECKPOINT
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+    def part_path(self, n: int) -> Path:
+        """File of part ``n``."""
+        return self.folder / f"part-{n:06d}{self.suffix}"
+
+    def save(self, n_parts: int, state: Mapping[str, Any]) -> None:
+        """Record that ``n_parts`` parts are written, with the pass's state after them."""
+        write_json(self.folder / CHECKPOINT, {"parts": n_parts, **state})
+
+    def write_part(self, n: int, rows: list[dict[str, Any]], schema: Any = None) -> None:
+        """Write part ``n`` atomically (JSON lines, or Parquet with ``schema``)."""
+        path = self.part_path(n)
+        if self.suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            with atomic_write(path, "wb") as f:
+                pq.write_table(pa.Table.from_pylist(rows, schema=schema), f)
+        else:
+            with atomic_write(path, "wb") as f:
+                for row in rows:
+                    f.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    def join(self, target: Path, n_parts: int, schema: Any = None) -> None:
+        """Join parts ``0..n_parts-1`` into ``target`` (gzip when it ends in ``.gz``), atomically."""
+        parts = [self.part_path(i) for i in range(n_parts)]
+        if target.name.endswith(".parquet"):
+            _join_parquet(target, parts, schema)
+        else:
+            with atomic_write(target, "wb") as raw:
+                out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if target.name.endswith(".gz") else raw
+                for p in parts:
+                    with open(p, "rb") as f:
+                        shutil.copyfileobj(f, out)
+                if out is not raw:
+                    out.close()
+
+    def remove(self) -> None:
+        """Delete the parts and the checkpoint (the shard is done)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _join_parquet(target: Path, parts: Iterable[Path], schema: Any) -> None:
+    import pyarrow.parquet as pq
+
+    with atomic_write(target, "wb") as f:
+        writer = pq.ParquetWriter(f, schema)
+        for p in parts:
+            table = pq.read_table(p, schema=schema)
+            if table.num_rows:
+                writer.write_table(table)
+        writer.close()

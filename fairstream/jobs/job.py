@@ -1,0 +1,251 @@
+"""The offline job with an exact global cap: pass 1 annotate, pass 2 decide, pass 3 apply.
+
+Folder layout (``output_dir``)::
+
+    attributes/<shard>.fairstream.jsonl.gz   pass 1: one line per document (see annotate_pass)
+    attributes/<shard>.fairstream.state.json pass 1: the shard's planner states and counts
+    plan.json                                pass 2: units dropped, counts before/after
+    data/<shard>                             pass 3: the filtered shard, in its input's format
+    stats.json, summary.txt                  the run's counts and settings
+    _annotate.json, _apply.json              settings, checked on every rerun
+    _parts/                                  checkpoints of shards in progress
+
+``<shard>`` is the shard's path relative to the inputs' common folder, so two inputs never share
+an output. ``--annotate-only`` stops after pass 1; ``--from-annotations DIR`` skips it and reads
+``DIR/attributes`` (a second cap costs only passes 2 and 3).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fairstream.core.config import FilterConfig
+from fairstream.errors import FairStreamError, OutputError, option
+from fairstream.io import atomic_write, list_shards, relative_names, remove_temp_files, write_json
+from fairstream.jobs.annotate_pass import annotate_shard
+from fairstream.jobs.apply_pass import apply_shard, done_path
+from fairstream.jobs.checkpoint import check_settings
+from fairstream.jobs.decide_pass import PLAN_FILE, decide, write_plan
+from fairstream.jobs.engines import TaskFn, make_engine
+from fairstream.jobs.tasks import ANNOTATION_SETTINGS, DECISION_SETTINGS, state_path
+from fairstream.progress import Progress
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CHECKPOINT_EVERY = 1000
+
+
+class GlobalCapJob:
+    """Filter shards with the cap enforced over the whole corpus (see module docstring).
+
+    Args:
+        inputs: shard files or folders.
+        output_dir: the job folder.
+        config: the filter's settings (``cap``, ``caps``, ``seed``, ``granularity`` decide in pass 2;
+            ``warmup`` and ``lookahead`` do not change the output).
+        engine: ``"local"`` (a process pool) or ``"ray"``.
+        workers: local processes (default: the cores); with Ray, the CPUs of a local Ray.
+        checkpoint_every: documents between two checkpoints inside a shard.
+        annotate_only: stop after pass 1.
+        from_annotations: a folder written by an earlier pass 1 (skip pass 1).
+        ray_address: the Ray cluster to use (default: a local Ray).
+        progress: show one progress bar per pass.
+    """
+
+    def __init__(
+        self,
+        inputs: Sequence[str | Path],
+        output_dir: str | Path,
+        config: FilterConfig | None = None,
+        *,
+        engine: str = "local",
+        workers: int | None = None,
+        checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+        annotate_only: bool = False,
+        from_annotations: str | Path | None = None,
+        ray_address: str | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.config = config or FilterConfig()
+        if annotate_only and from_annotations is not None:
+            raise FairStreamError(
+                f"{option('annotate_only')} and {option('from_annotations')} exclude each other "
+                "(the first runs only pass 1, the second skips it)"
+            )
+        if checkpoint_every < 1:
+            raise FairStreamError(f"{option('checkpoint_every', checkpoint_every)}: must be >= 1")
+        self.shards = list_shards(inputs)
+        self.names = [str(p) for p in relative_names(self.shards)]
+        self.output_dir = Path(output_dir)
+        if self.output_dir.exists() and not self.output_dir.is_dir():
+            raise OutputError(f"{self.output_dir}: exists and is not a folder ({option('output_dir')})")
+        self.annotations = Path(from_annotations) if from_annotations is not None else self.output_dir
+        if from_annotations is not None and not (self.annotations / "_annotate.json").is_file():
+            raise FairStreamError(
+                f"{self.annotations}: no annotations there ({option('from_annotations')} takes the output "
+                f"folder of a run with {option('annotate_only')})"
+            )
+        self.engine_name, self.workers, self.ray_address = engine, workers, ray_address
+        self.every = checkpoint_every
+        self.annotate_only = annotate_only
+        self.from_annotations = from_annotations is not None
+        self.progress = progress
+
+    def settings(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Settings of pass 1 and of passes 2-3 (a changed one refuses a resume)."""
+        c = self.config.to_dict()
+        annotate = {k: c[k] for k in ANNOTATION_SETTINGS}
+        annotate["shards"] = self.names
+        annotate["checkpoint_every"] = self.every
+        apply = {**annotate, **{k: c[k] for k in DECISION_SETTINGS}}
+        return annotate, apply
+
+    def _tasks(self, extra: dict[str, Any]) -> list[dict[str, Any]]:
+        config = self.config.to_dict()
+        return [
+            {"shard": str(s), "name": n, "config": config, "every": self.every, **extra}
+            for s, n in zip(self.shards, self.names, strict=True)
+        ]
+
+    def _pass(
+        self, title: str, fn: TaskFn, tasks: list[dict[str, Any]], done: list[bool], engine: Any
+    ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+        sizes = [s.stat().st_size for s in self.shards]
+        bar = Progress(
+            sum(sizes),
+            done=sum(b for b, d in zip(sizes, done, strict=True) if d),
+            desc=title,
+            enabled=self.progress,
+        )
+        seen = {"docs": 0, "shards": sum(done)}
+        n = len(tasks)
+
+        def report(docs: int, n_bytes: int) -> None:
+            seen["docs"] += docs
+            bar.note(f"{seen['docs']:,} docs")
+            bar.advance(n_bytes)
+
+        t0 = time.perf_counter()
+        results = engine.map(fn, tasks, report)
+        bar.note(f"{seen['docs']:,} docs, {n} shards")
+        bar.close()
+        seconds = time.perf_counter() - t0
+        todo_bytes = sum(b for b, d in zip(sizes, done, strict=True) if not d)
+        timing = {"seconds": round(seconds, 3), "documents": seen["docs"], "bytes": todo_bytes}
+        return results, timing
+
+    def run(self) -> dict[str, Any]:
+        """Run the passes not done yet; return the summary."""
+        out = self.output_dir
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from exc
+        for tmp in remove_temp_files(out):
+            logger.info("removed %s, left by an interrupted run", tmp)
+        annotate_settings, apply_settings = self.settings()
+        check_settings(self.annotations, annotate_settings, filename="_annotate.json", what="pass 1")
+        engine = make_engine(self.engine_name, workers=self.workers, ray_address=self.ray_address)
+        timings: dict[str, Any] = {}
+        tasks = self._tasks({"work": str(self.annotations)})
+        done = [state_path(self.annotations, n).is_file() for n in self.names]
+        if not self.from_annotations:
+            _, timings["annotate"] = self._pass("pass 1/3 annotate", annotate_shard, tasks, done, engine)
+        missing = [n for n in self.names if not state_path(self.annotations, n).is_file()]
+        if missing:
+            raise FairStreamError(f"{self.annotations}: pass 1 did not annotate {missing[:3]}; run it again")
+        states = [json.loads(state_path(self.annotations, n).read_text(encoding="utf-8")) for n in self.names]
+        summary: dict[str, Any] = {
+            "output_dir": str(out),
+            "shards": len(self.shards),
+            "engine": self.engine_name,
+            "workers": getattr(engine, "workers", None),
+            "documents": sum(s["counts"]["documents"] for s in states),
+            "problems": [p for s in states for p in s.get("problems", [])],
+        }
+        if self.annotate_only:
+            summary["timings"] = timings
+            summary["settings"] = annotate_settings
+            return self._finish(summary)
+        check_settings(out, apply_settings, filename="_apply.json", what="pass 2-3")
+        t0 = time.perf_counter()
+        plan = write_plan(out, decide(states, self.config), apply_settings)
+        timings["decide"] = {"seconds": round(time.perf_counter() - t0, 3)}
+        tasks = self._tasks(
+            {"work": str(out), "annotations": str(self.annotations), "plan": str(out / PLAN_FILE)}
+        )
+        done = [done_path(out, n).is_file() for n in self.names]
+        results, timings["apply"] = self._pass("pass 3/3 apply", apply_shard, tasks, done, engine)
+        totals: dict[str, int] = {}
+        for r in results:
+            for k, v in r["counts"].items():
+                totals[k] = totals.get(k, 0) + int(v)
+        summary.update(
+            {
+                "settings": apply_settings,
+                "timings": timings,
+                "counts": totals,
+                "units_dropped": len(plan["dropped"]),
+                "rounds": plan["rounds"],
+                "attributes_over_cap_before": _over_cap(plan["before"], self.config),
+                "attributes_over_cap_after": _over_cap(plan["kept"], self.config),
+            }
+        )
+        write_json(out / "stats.json", {**summary, "before": plan["before"], "kept": plan["kept"]})
+        return self._finish(summary)
+
+    def _finish(self, summary: dict[str, Any]) -> dict[str, Any]:
+        with atomic_write(self.output_dir / "summary.txt") as f:
+            f.write(format_job_summary(summary) + "\n")
+        return summary
+
+
+def _over_cap(counts: dict[str, dict[str, int]], config: FilterConfig) -> list[str]:
+    from fairstream.core.cap import CapController
+
+    cap_for = CapController(config.cap, caps=config.caps).cap_for
+    over = []
+    for kw, c in sorted(counts.items()):
+        total = sum(c.values())
+        if total and c["negative"] > cap_for(kw) * total:
+            over.append(kw)
+    return over
+
+
+def format_job_summary(summary: dict[str, Any]) -> str:
+    """The lines printed at the end of a run (and saved as ``summary.txt``)."""
+    lines = [
+        f"fairstream filter (global cap): {summary['shards']} shards, {summary['documents']:,} documents"
+    ]
+    for name, t in summary.get("timings", {}).items():
+        secs = t["seconds"]
+        rate = ""
+        if "bytes" in t and secs > 0:
+            rate = f", {t['documents'] / secs:,.1f} docs/s, {t['bytes'] / 1e6 / secs:,.2f} MB/s"
+        lines.append(f"  {name}: {secs:,.1f} s{rate}")
+    if "counts" in summary:
+        c = summary["counts"]
+        lines.append(
+            f"  kept {c.get('kept', 0):,} documents ({c.get('modified', 0):,} shortened), dropped "
+            f"{c.get('dropped', 0):,}; {c.get('sentences_dropped', 0):,} sentences dropped "
+            f"({summary['units_dropped']:,} units, {summary['rounds']} rounds)"
+        )
+        before, after = summary["attributes_over_cap_before"], summary["attributes_over_cap_after"]
+        lines.append(
+            f"  attributes over their cap: {len(before)} before, {len(after)} after"
+            + (f" ({', '.join(after)})" if after else "")
+        )
+        lines.append(f"  outputs: {summary['output_dir']}/data, plan: {summary['output_dir']}/{PLAN_FILE}")
+    else:
+        lines.append(
+            f"  annotations: {summary['output_dir']}/attributes (filter with {option('from_annotations')} "
+            f"{summary['output_dir']})"
+        )
+    for p in summary.get("problems", []):
+        lines.append(f"  lost: {p}")
+    return "\n".join(lines)

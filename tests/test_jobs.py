@@ -1,0 +1,291 @@
+"""The offline job with an exact global cap (fairstream.jobs), on real shards and the shipped model.
+
+Shards are built from ../shared/data/corpus at run time: documents cut to their first 1,500
+characters, chosen among those with candidate sentences, so a run takes seconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from fairstream.core.config import FilterConfig
+from fairstream.core.global_cap import negative_budget
+from fairstream.errors import FairStreamError
+from fairstream.jobs import GlobalCapJob
+from fairstream.jobs.reader import ShardReader
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus"
+CAP = 0.01
+REPO = Path(__file__).resolve().parents[1]
+
+
+def corpus_docs(n: int, *, chars: int = 1500) -> list[dict[str, Any]]:
+    """``n`` short corpus documents with at least one candidate sentence (keywords only, no model)."""
+    from fairstream.candidates import CandidateExtractor
+
+    if not CORPUS.is_dir():
+        pytest.fail(f"{CORPUS} is missing: the tests read the shared corpus from ../shared")
+    extractor = CandidateExtractor()
+    out = []
+    for name in ("fineweb-edu-sample.jsonl.gz", "dclm-sample.jsonl.gz"):
+        with gzip.open(CORPUS / name, "rt", encoding="utf-8") as f:
+            for line in f:
+                doc = json.loads(line)
+                text = doc["text"][:chars]
+                if extractor.scan(text).candidates:
+                    out.append({"id": doc["id"], "text": text, "source": name})
+                    if len(out) == n:
+                        return out
+    return out
+
+
+def write_shards(root: Path, docs: list[dict[str, Any]]) -> Path:
+    """Four shards: two JSON lines files of the same name in two folders, gzip, Parquet."""
+    quarter = len(docs) // 4
+    parts = [docs[i * quarter : (i + 1) * quarter] for i in range(3)] + [docs[3 * quarter :]]
+    inputs = root / "in"
+    for sub, part in zip(("a/000.jsonl", "b/000.jsonl", "c/000.jsonl.gz"), parts, strict=False):
+        path = inputs / sub
+        path.parent.mkdir(parents=True, exist_ok=True)
+        opener: Any = gzip.open if sub.endswith(".gz") else open
+        with opener(path, "wt", encoding="utf-8") as f:
+            for d in part:
+                f.write(json.dumps(d) + "\n")
+    (inputs / "d").mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(parts[3]), inputs / "d" / "000.parquet")
+    return inputs
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    """Every output file's bytes (data, attribute files and the plan), by relative path."""
+    out = {}
+    for sub in ("data", "attributes"):
+        for p in sorted((folder / sub).rglob("*")):
+            if p.is_file():
+                out[str(p.relative_to(folder))] = p.read_bytes()
+    out["plan.json"] = (folder / "plan.json").read_bytes()
+    return out
+
+
+def read_shard(path: Path) -> list[dict[str, Any]]:
+    """All records of an output shard."""
+    return [r.data for r in ShardReader(path).records()]
+
+
+def attribute_rows(folder: Path) -> dict[str, dict[str, Any]]:
+    """Attribute lines of every shard, by document id (read with gzip + json only)."""
+    rows = {}
+    for p in (folder / "attributes").rglob("*.fairstream.jsonl.gz"):
+        with gzip.open(p, "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                rows[row["id"]] = row
+    return rows
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_shards(tmp_path_factory.mktemp("jobs"), corpus_docs(160))
+
+
+@pytest.fixture(scope="module")
+def one_worker(shards: Path) -> Path:
+    out = shards.parent / "out-1"
+    GlobalCapJob([shards], out, FilterConfig(cap=CAP), workers=1, checkpoint_every=16, progress=False).run()
+    return out
+
+
+def test_global_cap_holds_on_the_recounted_merged_output(shards: Path, one_worker: Path) -> None:
+    originals = {}
+    for p in shards.rglob("*"):
+        if p.is_file():
+            originals.update({d["id"]: d["text"] for d in read_shard(p)})
+    outputs = {}
+    for name in ("a/000.jsonl", "b/000.jsonl", "c/000.jsonl.gz", "d/000.parquet"):
+        outputs.update({d["id"]: d["text"] for d in read_shard(one_worker / "data" / name)})
+    rows = attribute_rows(one_worker)
+    assert set(rows) == set(originals)
+    before: dict[str, dict[str, int]] = {}
+    kept: dict[str, dict[str, int]] = {}
+    for doc_id, row in rows.items():
+        text = originals[doc_id]
+        out = outputs.get(doc_id)
+        for start, end, regards in row["attributes"]["fairstream__person_regard"]:
+            survived = out is not None and text[start:end] in out
+            for kw, regard in regards.items():
+                before.setdefault(kw, {"negative": 0, "other": 0})[
+                    "negative" if regard == "negative" else "other"
+                ] += 1
+                if survived:
+                    kept.setdefault(kw, {"negative": 0, "other": 0})[
+                        "negative" if regard == "negative" else "other"
+                    ] += 1
+    over_before = [kw for kw, c in before.items() if c["negative"] > CAP * (c["negative"] + c["other"])]
+    assert over_before, "the test corpus must have attributes above the cap, else it checks nothing"
+    for kw, c in kept.items():
+        assert c["negative"] <= negative_budget(CAP, c["other"]), (kw, c)  # type: ignore[operator]
+    # as few drops as the rule allows: an attribute whose negative sentences mention no other
+    # attribute keeps exactly min(its negatives, its budget beside the kept non-negatives)
+    plan = json.loads((one_worker / "plan.json").read_text())
+    shared = set()
+    for row in rows.values():
+        for _, _, regards in row["attributes"]["fairstream__person_regard"]:
+            if len(regards) > 1:
+                shared |= {kw for kw, r in regards.items() if r == "negative"}
+    checked = 0
+    for kw, c in plan["kept"].items():
+        if kw in shared or not before.get(kw, {}).get("negative"):
+            continue
+        budget = negative_budget(CAP, c["neutral"] + c["positive"])
+        assert budget is not None
+        assert c["negative"] == min(before[kw]["negative"], budget), kw
+        checked += 1
+    assert checked
+    # the recount from the outputs is the plan's count of the kept corpus, attribute by attribute
+    recount = {kw: (c["negative"], c["other"]) for kw, c in kept.items() if c["negative"] + c["other"]}
+    planned = {
+        kw: (c["negative"], c["neutral"] + c["positive"]) for kw, c in plan["kept"].items() if sum(c.values())
+    }
+    assert recount == planned
+    # nothing else changed: documents without dropped sentences are byte for byte their input
+    dropped_ids = {d for d, _ in plan["dropped"]}
+    for doc_id, text in originals.items():
+        if doc_id not in dropped_ids:
+            assert outputs[doc_id] == text
+
+
+def test_same_basename_inputs_keep_their_folders(one_worker: Path, shards: Path) -> None:
+    a = read_shard(one_worker / "data" / "a" / "000.jsonl")
+    b = read_shard(one_worker / "data" / "b" / "000.jsonl")
+    assert {d["id"] for d in a} <= {d["id"] for d in read_shard(shards / "a" / "000.jsonl")}
+    assert {d["id"] for d in b} <= {d["id"] for d in read_shard(shards / "b" / "000.jsonl")}
+    assert not {d["id"] for d in a} & {d["id"] for d in b}
+    assert pq.read_schema(one_worker / "data" / "d" / "000.parquet") == pq.read_schema(
+        shards / "d" / "000.parquet"
+    )
+
+
+def test_attribute_files_align_with_the_shards_line_by_line(one_worker: Path, shards: Path) -> None:
+    for name in ("a/000.jsonl", "c/000.jsonl.gz", "d/000.parquet"):
+        with gzip.open(one_worker / "attributes" / (name + ".fairstream.jsonl.gz"), "rt") as f:
+            rows = [json.loads(line) for line in f]
+        docs = list(ShardReader(shards / name).records())
+        assert [(r["id"], r["line"]) for r in rows] == [(d.data["id"], d.line) for d in docs]
+
+
+def test_a_second_cap_from_saved_annotations_equals_a_full_run(shards: Path, tmp_path: Path) -> None:
+    ann = tmp_path / "ann"
+    summary = GlobalCapJob(
+        [shards], ann, workers=1, checkpoint_every=16, annotate_only=True, progress=False
+    ).run()
+    assert not (ann / "data").exists() and summary["documents"] == 160
+    from_ann = tmp_path / "from-ann"
+    GlobalCapJob(
+        [shards],
+        from_ann,
+        FilterConfig(cap=0.02),
+        workers=1,
+        checkpoint_every=16,
+        from_annotations=ann,
+        progress=False,
+    ).run()
+    full = tmp_path / "full"
+    GlobalCapJob([shards], full, FilterConfig(cap=0.02), workers=1, checkpoint_every=16, progress=False).run()
+    mine, theirs = files_of(from_ann), files_of(full)
+    assert {k: v for k, v in mine.items() if k.startswith("data")} == {
+        k: v for k, v in theirs.items() if k.startswith("data")
+    }
+    assert json.loads(mine["plan.json"])["dropped"] == json.loads(theirs["plan.json"])["dropped"]
+
+
+def test_a_changed_setting_on_resume_is_refused_by_name(shards: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    GlobalCapJob([shards / "a"], out, workers=1, annotate_only=True, progress=False).run()
+    with pytest.raises(FairStreamError, match="min_tokens"):
+        GlobalCapJob(
+            [shards / "a"], out, FilterConfig(min_tokens=8), workers=1, annotate_only=True, progress=False
+        ).run()
+
+
+def test_temporary_files_are_removed_on_start(shards: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "data" / "a").mkdir(parents=True)
+    left = out / "data" / "a" / ".000.jsonl.abc.tmp"
+    left.write_text("half")
+    GlobalCapJob([shards / "a"], out, workers=1, progress=False).run()
+    assert not left.exists()
+    assert not [p for p in (out / "_parts" / "annotate").rglob("*") if p.is_file()]  # no parts left
+
+
+@pytest.mark.slow
+def test_two_workers_write_the_same_bytes_as_one(shards: Path, one_worker: Path) -> None:
+    out = shards.parent / "out-2"
+    GlobalCapJob([shards], out, FilterConfig(cap=CAP), workers=2, checkpoint_every=16, progress=False).run()
+    assert files_of(out) == files_of(one_worker)
+
+
+@pytest.mark.slow
+def test_ray_writes_the_same_bytes_as_the_local_pool(shards: Path, one_worker: Path) -> None:
+    ray = pytest.importorskip("ray", reason="Ray is the 'ray' extra: pip install 'fairstream[ray]'")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        out = shards.parent / "out-ray"
+        GlobalCapJob(
+            [shards], out, FilterConfig(cap=CAP), engine="ray", checkpoint_every=16, progress=False
+        ).run()
+    finally:
+        ray.shutdown()
+    assert files_of(out) == files_of(one_worker)
+
+
+KILLABLE = """
+import sys
+from fairstream.core.config import FilterConfig
+from fairstream.jobs import GlobalCapJob
+GlobalCapJob([sys.argv[1]], sys.argv[2], FilterConfig(cap=0.01), workers=1, checkpoint_every=4,
+             progress=False).run()
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_mid_shard_then_rerun_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    docs = corpus_docs(120)
+    shard = tmp_path / "in" / "000.jsonl"
+    shard.parent.mkdir()
+    shard.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    killed = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, str(shard), str(killed)], env=env)
+    checkpoint = killed / "_parts" / "annotate" / "000.jsonl" / "checkpoint.json"
+    deadline = time.monotonic() + 300
+    parts = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if checkpoint.is_file():
+            parts = json.loads(checkpoint.read_text())["parts"]
+            if parts >= 3:
+                break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the job ended before it could be killed mid-shard"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 3 <= json.loads(checkpoint.read_text())["parts"] < 30  # killed inside the shard
+    subprocess.run([sys.executable, "-c", KILLABLE, str(shard), str(killed)], env=env, check=True)
+    clean = tmp_path / "clean"
+    GlobalCapJob([shard], clean, FilterConfig(cap=0.01), workers=1, checkpoint_every=4, progress=False).run()
+    assert files_of(killed) == files_of(clean)
+    with gzip.open(killed / "attributes" / "000.jsonl.fairstream.jsonl.gz", "rt") as f:
+        ids = [json.loads(line)["id"] for line in f]
+    assert ids == [d["id"] for d in docs]  # no duplicates, no gaps
+    assert not [p for p in (killed / "_parts" / "annotate").rglob("*") if p.is_file()]
