@@ -55,7 +55,7 @@ case "${1:-}" in
       --min-attribute-share 0.1 --min-word-count 1 "$@"
     ;;
   test)
-    setup "dev,train"
+    setup "dev,train,ray"
     browser
     "$VENV/bin/ruff" check fairstream export tests benchmarks scripts
     "$VENV/bin/ruff" format --check fairstream export tests benchmarks scripts

@@ -211,8 +211,12 @@ def cmd_detect(args: argparse.Namespace) -> int:
 def cmd_filter(args: argparse.Namespace) -> int:
     """Filter shards and write outputs, stats and a report."""
     from fairstream.filter_job import FilterJob
+    from fairstream.jobs.config import JobConfig
     from fairstream.summary import format_summary
 
+    job_config = JobConfig.from_namespace(args)
+    if job_config.cap_scope == "global":
+        return _filter_global(args, job_config)
     job = FilterJob(
         inputs=args.inputs,
         output_dir=Path(args.output),
@@ -226,6 +230,34 @@ def cmd_filter(args: argparse.Namespace) -> int:
     summary = job.run()
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     print(format_summary(summary))
+    for problem in summary.get("problems", []):
+        print(f"fairstream: lost: {problem}", file=sys.stderr)
+    return 0
+
+
+def _filter_global(args: argparse.Namespace, job_config: Any) -> int:
+    """``filter --cap-scope global``: the two-pass job of ``fairstream.jobs``."""
+    from fairstream.jobs import GlobalCapJob, format_job_summary
+
+    if args.annotate:
+        raise FairStreamError(
+            "--annotate: with --cap-scope global the annotations are the attribute files under "
+            "OUTPUT/attributes (one JSON line per document); leave --annotate out"
+        )
+    job = GlobalCapJob(
+        args.inputs,
+        Path(args.output),
+        FilterConfig.from_namespace(args),
+        engine=job_config.engine,
+        workers=job_config.workers,
+        checkpoint_every=job_config.checkpoint_every,
+        annotate_only=job_config.annotate_only,
+        from_annotations=job_config.from_annotations,
+        ray_address=job_config.ray_address,
+        progress=not args.no_progress,
+    )
+    summary = job.run()
+    print(format_job_summary(summary))
     for problem in summary.get("problems", []):
         print(f"fairstream: lost: {problem}", file=sys.stderr)
     return 0
@@ -424,6 +456,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # every setting of the filter, with its help and default, from the one config object
     FilterConfig.add_arguments(p)
+    # the offline job's own settings (scope of the cap, engine, workers), from its config object
+    from fairstream.jobs.config import JobConfig
+
+    JobConfig.add_arguments(p)
     p.add_argument("--annotate", action="store_true", help="add per-document annotations to the output")
     p.add_argument("--no-report", action="store_true", help="skip the Markdown/HTML report")
     _vocabulary_options(p)

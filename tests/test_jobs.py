@@ -237,6 +237,7 @@ def test_two_workers_write_the_same_bytes_as_one(shards: Path, one_worker: Path)
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_ray_writes_the_same_bytes_as_the_local_pool(shards: Path, one_worker: Path) -> None:
     ray = pytest.importorskip("ray", reason="Ray is the 'ray' extra: pip install 'fairstream[ray]'")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -289,3 +290,41 @@ def test_sigkill_mid_shard_then_rerun_equals_an_uninterrupted_run(tmp_path: Path
         ids = [json.loads(line)["id"] for line in f]
     assert ids == [d["id"] for d in docs]  # no duplicates, no gaps
     assert not [p for p in (killed / "_parts" / "annotate").rglob("*") if p.is_file()]
+
+
+def test_cli_global_scope_runs_and_prints_a_summary_that_stays(
+    shards: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairstream.cli import main
+
+    out = tmp_path / "cli"
+    argv = ["filter", str(shards / "a"), "-o", str(out), "--cap-scope", "global", "--workers", "1"]
+    assert main([*argv, "--cap", "0.01"]) == 0
+    captured = capsys.readouterr()
+    assert "attributes over their cap" in captured.out
+    assert "\r" not in captured.err  # not a terminal: plain progress lines
+    assert "pass 1/3 annotate" in captured.err and "pass 3/3 apply" in captured.err
+    assert (out / "data" / "000.jsonl").is_file()
+    # a rerun with another cap in the same folder is refused, naming the option
+    assert main([*argv, "--cap", "0.05"]) != 0
+    assert "--cap 0.01, now 0.05" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--workers", "2"], "--workers needs --cap-scope global"),
+        (["--engine", "ray"], "--engine ray needs --cap-scope global"),
+        (["--cap-scope", "global", "--ray-address", "auto"], "--ray-address needs --engine ray"),
+        (["--cap-scope", "global", "--workers", "0"], "--workers 0: must be a whole number >= 1"),
+    ],
+)
+def test_cli_job_options_out_of_place_are_one_line_errors(
+    flags: list[str], named: str, shards: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fairstream.cli import main
+
+    assert main(["filter", str(shards / "a"), "-o", str(tmp_path / "o"), *flags]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert named in err[-1]
+    assert not (tmp_path / "o").exists()

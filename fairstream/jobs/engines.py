@@ -20,11 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fairstream.errors import FairStreamError, MissingDependencyError, option
+from fairstream.jobs.config import ENGINES
 from fairstream.jobs.tasks import Report
 
 logger = logging.getLogger(__name__)
 
-ENGINES = ("local", "ray")
+
 TaskFn = Callable[[Mapping[str, Any], Report | None], dict[str, Any]]
 
 
