@@ -2,9 +2,17 @@
 
 Reports docs/s and MB/s, the time split by stage (candidate extraction, model, the rest:
 decisions, text surgery, stats), and the overhead versus iterating the raw source, all measured
-in the same run. ``--workers`` also runs a DataLoader with that many worker processes.
+in the same run.
+
+``--ab BASE NEW`` compares two checkouts end to end (each side in its own process, alternating;
+CPU and wall seconds; the two sides' output documents are checked to be identical).
+``--threads-sweep`` runs DataLoader workers x ONNX Runtime threads configurations in turn on the
+same documents: 2 workers x 1 thread, 1 worker x 2 threads, 2 workers x ONNX Runtime's default
+threads, and 2 workers with fairstream's automatic choice.
 
     python benchmarks/bench_stream.py [--corpus DIR] [--limit N] [--threads T] [--quick]
+    python benchmarks/bench_stream.py --ab /tmp/base . [--rounds 3] [--threads 1] [--limit N]
+    python benchmarks/bench_stream.py --threads-sweep [--rounds 3] [--limit N]
 """
 
 from __future__ import annotations
@@ -15,26 +23,96 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault(
-    "NLTK_DATA", str(Path(__file__).resolve().parent.parent.parent / "shared/data/nltk_data")
-)
+HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parent.parent))
+os.environ.setdefault("NLTK_DATA", str(HERE.parent.parent.parent / "shared/data/nltk_data"))
 
-from benchmarks._common import DEFAULT_CORPUS, load_corpus, machine, machine_line, write_results
-from fairstream.models.runtime import JointModel
-from fairstream.stream.dataset import FairStream
+from benchmarks._common import DEFAULT_CORPUS, load_corpus, machine, machine_line, write_results  # noqa: E402
+
+
+def stage(docs: list[dict], threads: int | None, workers: int, cache: str, model_dir: str | None) -> dict:
+    """One side / configuration: the FairStream of the checkout on sys.path, timed in this process."""
+    import hashlib
+    import inspect
+    import json
+    import resource
+
+    from fairstream.models.runtime import JointModel
+    from fairstream.stream.dataset import FairStream
+    from fairstream.stream.tagger import Tagger
+
+    # "default": the Tagger's own default of that checkout (the base had the cache off)
+    cache_size = (
+        inspect.signature(Tagger.__init__).parameters["cache_size"].default
+        if cache == "default"
+        else int(cache)
+    )
+    model = JointModel(model_dir, intra_op_threads=threads)
+    stream = FairStream(docs, model=model, cap=0.01, cache_size=cache_size)
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0, w0 = time.process_time(), time.perf_counter()
+    if workers == 0:
+        out = list(stream)
+    else:
+        from torch.utils.data import DataLoader
+
+        out = list(DataLoader(stream, batch_size=None, num_workers=workers))
+    wall = time.perf_counter() - w0
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time() - t0 + (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
+    digest = hashlib.sha256()
+    for d in sorted(out, key=lambda d: str(d.get("id"))):
+        digest.update(json.dumps([d.get("id"), d["text"]]).encode())
+    counters = stream.stats()["counters"] if workers == 0 else {}
+    return {
+        "wall_s": wall, "cpu_s": cpu, "docs_out": len(out), "output_sha256": digest.hexdigest(),
+        "cache_size": cache_size, "cache_hits": counters.get("cache_hits"),
+        "mentions_predicted": counters.get("mentions_predicted"), "threads": threads, "workers": workers,
+        "seconds": stream.stats()["seconds"] if workers == 0 else None,
+    }  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--limit", type=int, default=None, help="first N documents")
-    ap.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads (default: all)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="ONNX Runtime intra-op threads (default: fairstream's choice; 0: ORT's)",
+    )
     ap.add_argument("--model", default=None, help="model folder (default: shipped joint-v2)")
     ap.add_argument("--quick", action="store_true", help="first 600 documents")
+    ap.add_argument(
+        "--ab", nargs=2, type=Path, metavar=("BASE", "NEW"), help="compare two checkouts end to end"
+    )
+    ap.add_argument(
+        "--threads-sweep", action="store_true", help="DataLoader workers x threads configurations"
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds for --ab / --threads-sweep")
+    ap.add_argument("--stage", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--checkout", type=Path, help="checkout to run --threads-sweep on (default: this one)")
+    ap.add_argument("--workers", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--cache", default="default", help=argparse.SUPPRESS)
     args = ap.parse_args()
     docs = load_corpus(args.corpus, limit=600 if args.quick else args.limit)
     mb = sum(len(d["text"].encode("utf-8")) for d in docs) / 1e6
+    if args.stage:
+        import json
+
+        sys.path.insert(0, str(args.checkout.resolve()))
+        print(json.dumps(stage(docs, args.threads, args.workers, args.cache, args.model)))
+        return
+    if args.ab:
+        run_ab(args, docs, mb)
+        return
+    if args.threads_sweep:
+        run_threads_sweep(args, docs, mb)
+        return
+    from fairstream.models.runtime import JointModel
+    from fairstream.stream.dataset import FairStream
+
     model = JointModel(args.model, intra_op_threads=args.threads)
     model.predict([])  # nothing to load yet; the first real batch loads the session (timed below)
 
@@ -102,6 +180,106 @@ def main() -> None:
     ])  # fmt: skip
     print(md)
     print(f"\nwrote {write_results('stream' + ('-quick' if args.quick else ''), result, md)}")
+
+
+def _common_args(args: argparse.Namespace) -> list[str]:
+    out = ["--corpus", str(args.corpus)]
+    if args.quick:
+        out.append("--quick")
+    elif args.limit is not None:
+        out += ["--limit", str(args.limit)]
+    if args.model:
+        out += ["--model", args.model]
+    return out
+
+
+def run_ab(args: argparse.Namespace, docs: list[dict], mb: float) -> None:
+    from benchmarks._ab import ab, checkout_commit
+
+    base, new = args.ab
+    extra = _common_args(args) + ([] if args.threads is None else ["--threads", str(args.threads)])
+    r = ab(HERE, base, new, extra, args.rounds)
+    b, n = r["base_last"], r["new_last"]
+    same = b["output_sha256"] == n["output_sha256"]
+    m = machine()
+    result = {
+        "docs": len(docs), "mb": round(mb, 2), "threads": args.threads, **r, "identical_output": same,
+        "base_commit": checkout_commit(base), "new_commit": checkout_commit(new), "machine": m,
+    }  # fmt: skip
+    threads = "each checkout's default" if args.threads is None else str(args.threads)
+    rows = []
+    for side, last in (("base", b), ("new", n)):
+        cpu, wall = r["cpu_s"][f"{side}_median"], r["wall_s"][f"{side}_median"]
+        split = last["seconds"] or {}
+        rows.append(
+            f"| {side} {result[side + '_commit']} | {cpu:.1f} | {mb / cpu:.2f} | {wall:.1f} | {mb / wall:.2f} | "
+            f"{split.get('scan', 0):.1f} / {split.get('model', 0):.1f} | {last['cache_size']} ({last['cache_hits']} hits) |"
+        )
+    md = "\n".join([
+        "# FairStream end to end A/B",
+        "",
+        f"Corpus: {args.corpus} ({len(docs)} documents, {mb:.1f} MB), shipped model, cap 1%, one process, "
+        f"intra-op threads: {threads}; {args.rounds} alternating rounds, each side in its own process. "
+        f"Machine: {machine_line(m)}.",
+        "",
+        "| checkout | CPU s | MB/s of CPU | wall s | MB/s wall | last run: candidates / model s | cache |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Speed-up base/new (median of pairs): CPU **{r['cpu_s']['speedup_median']}x** "
+        f"({r['cpu_s']['speedup_min']}-{r['cpu_s']['speedup_max']}x), wall {r['wall_s']['speedup_median']}x "
+        f"({r['wall_s']['speedup_min']}-{r['wall_s']['speedup_max']}x). "
+        f"Output documents identical on both sides: **{'yes' if same else 'NO'}**.",
+    ])  # fmt: skip
+    name = (
+        "stream-ab" + ("-quick" if args.quick else "") + (f"-threads{args.threads}" if args.threads else "")
+    )
+    print(md)
+    print(f"\nwrote {write_results(name, result, md)}")
+
+
+def run_threads_sweep(args: argparse.Namespace, docs: list[dict], mb: float) -> None:
+    from benchmarks._ab import configs
+
+    base = _common_args(args)
+    named = {
+        "1 worker x 2 threads": [*base, "--workers", "1", "--threads", "2"],
+        "2 workers x 1 thread": [*base, "--workers", "2", "--threads", "1"],
+        "2 workers x ORT default threads": [*base, "--workers", "2", "--threads", "0"],
+        "2 workers x automatic": [*base, "--workers", "2"],
+    }
+    ref = "1 worker x 2 threads"
+    checkout = args.checkout or HERE.parent.parent
+    r = configs(HERE, checkout, named, args.rounds, ref)
+    m = machine()
+    # each worker caps its own part, so only configurations with the same workers must agree
+    shas = {r[name]["last"]["output_sha256"] for name in named if name.startswith("2 workers")}
+    result = {
+        "docs": len(docs), "mb": round(mb, 2), "checkout": str(checkout), **r,
+        "identical_output_2_workers": len(shas) == 1, "machine": m,
+    }  # fmt: skip
+    rows = [
+        f"| {name} | {r[name]['wall_s_median']:.1f} | {mb / r[name]['wall_s_median']:.2f} | "
+        f"{r[name]['cpu_s_median']:.1f} | **{r[name][f'speed_vs_{ref}_median']}x** "
+        f"({r[name][f'speed_vs_{ref}_min']}-{r[name][f'speed_vs_{ref}_max']}x) |"
+        for name in named
+    ]
+    md = "\n".join([
+        "# DataLoader workers x ONNX Runtime threads",
+        "",
+        f"Corpus: {args.corpus} ({len(docs)} documents, {mb:.1f} MB), FairStream in `DataLoader(num_workers=N)`, "
+        f"shipped model; {args.rounds} rounds, configurations in turn (order reversed every other round). "
+        f"Wall seconds of the loop (worker start-up included). Machine: {machine_line(m)}.",
+        "",
+        f"| configuration | wall s | MB/s | CPU s (all processes) | speed vs {ref} (per round) |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+        "Output documents identical in the three 2-worker configurations (threads change speed only): "
+        f"**{'yes' if len(shas) == 1 else 'NO'}**.",
+    ])  # fmt: skip
+    print(md)
+    print(f"\nwrote {write_results('stream-threads' + ('-quick' if args.quick else ''), result, md)}")
 
 
 if __name__ == "__main__":
