@@ -2,7 +2,7 @@
 
 What one run measures, side by side:
 
-* **end to end**: a real ``FairStream`` over the documents with the model of ``--device``:
+* **end to end**: the filter step (what ``FairStream`` and ``fairstream filter`` run) over the documents with the model of ``--device``:
   docs/s, MB/s, judged mentions/s and the time split between the keyword stage (prefilter,
   sentences, tokens, length filter) and the model;
 * **the keyword stage alone** over the same documents, which also collects the unique (sentence,
@@ -324,7 +324,7 @@ def backends(
         import torch
         import transformers  # noqa: F401
     except ImportError as exc:
-        torch_reason = f"{exc.name} is not installed (pip install 'fairstream[torch]')"
+        torch_reason = f"{exc.name} is not installed (pip install 'fairstream[torch-backend]')"
     if torch_reason is None:
         try:
             fp32_dir = _onnx_fp32_dir(tmp, threads)
@@ -503,20 +503,28 @@ class _Null:
 
 
 def end_to_end(texts: list[str], device: str, threads: int | None, batch_size: int | None) -> dict[str, Any]:
-    """A real FairStream over ``texts`` with the model of ``device``: rates and the stage split."""
+    """The filter over ``texts`` with the model of ``device``: rates and the stage split.
+
+    Runs ``FilterStep``, the core that every adapter (``FairStream``, ``fairstream filter``,
+    ``datasets.map``, ...) feeds, over look-ahead windows as the adapters do; no torch on the CPU path.
+    """
+    from fairstream.core.config import FilterConfig
+    from fairstream.core.step import FilterStep
     from fairstream.models.loader import load_model, resolve_device
-    from fairstream.stream.dataset import FairStream
 
     device = resolve_device(device)
     model = load_model(device=device, batch_size=batch_size, threads=threads)
     model.predict_logits(
         [MentionInput("A Muslim family opened a bakery.", 2, 8, "muslim", "who believes in Islam")]
     )
-    stream = FairStream([{"text": t} for t in texts], model=model, cap=0.01)
+    step = FilterStep(FilterConfig(cap=0.01, device=device), model=model)
+    window = step.config.lookahead
     t0, c0 = time.perf_counter(), time.process_time()
-    n_out = sum(1 for _ in stream)
+    n_out = 0
+    for lo in range(0, len(texts), window):
+        n_out += len(step.process(texts[lo : lo + window], start=lo, annotate=False))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    stats = stream.stats()
+    stats = step.stats()
     seconds = stats.get("seconds", {})
     mentions = stats.get("counters", {}).get("mentions_predicted", 0)
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
@@ -614,7 +622,7 @@ def format_table(result: BenchResult) -> str:
         + (" ..." if len(result.corpus["shards"]) > 3 else "")
         + ").",
         "",
-        f"End to end (FairStream, {e['backend']} on {e['device']}): {_fmt(e['docs_per_s'], 1)} docs/s, "
+        f"End to end (the filter step, {e['backend']} on {e['device']}): {_fmt(e['docs_per_s'], 1)} docs/s, "
         f"{_fmt(e['mb_per_s'], 3)} MB/s, {_fmt(e['mentions_per_s'], 1)} judged mentions/s "
         f"({e['mentions_judged']} mentions, {e['wall_s']} s wall, {e['cpu_s']} s CPU); "
         f"time: model {e['split']['model_share']:.0%}, keyword stage {e['split']['keyword_share']:.0%}.",

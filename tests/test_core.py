@@ -36,7 +36,8 @@ def sample_docs() -> list[dict]:
         ("granularity", "word", "('sentence', 'document')"),
         ("splitter", "spacy", "('auto', 'punkt', 'fallback')"),
         ("on_error", "ignore", "('raise', 'skip')"),
-        ("device", "tpu", "('cpu', 'cuda')"),
+        ("device", "tpu", "one of cpu, cuda, cuda:N, auto"),
+        ("device", "cuda:x", "one of cpu, cuda, cuda:N, auto"),
     ],
 )
 def test_bad_setting_names_itself_and_the_allowed_values(setting, value, allowed):

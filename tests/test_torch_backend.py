@@ -189,3 +189,37 @@ def test_cuda_batches_agree_with_one_by_one(dev_items):
     items = dev_items[:32]
     one = np.concatenate([gpu.predict_logits([it])[0] for it in items])
     np.testing.assert_allclose(gpu.predict_logits(items)[0], one, atol=1e-3)
+
+
+def test_device_setting_reaches_the_stream_and_the_filter_job(tmp_path):
+    from fairstream.core.config import FilterConfig
+    from fairstream.filter_job import FilterJob
+    from fairstream.stream.dataset import FairStream
+
+    stream = FairStream(["A text."], device="cpu")
+    assert isinstance(stream.step.tagger.model, JointModel)
+    shard = tmp_path / "in.jsonl"
+    shard.write_text('{"text": "A text."}\n')
+    job = FilterJob([shard], tmp_path / "out", config=FilterConfig(device="cpu", batch_size=3))
+    assert isinstance(job.model, JointModel) and job.model.batch_size == 3
+    if not torch.cuda.is_available():
+        gpu_stream = FairStream(
+            [
+                "The Muslim family opened a small bakery that the whole town loves and visits every day of the week."
+            ],
+            device="cuda",
+        )
+        assert isinstance(gpu_stream.step.tagger.model, TorchJointModel)  # loads lazily: no error yet
+        with pytest.raises(ModelError, match="no CUDA device"):
+            list(gpu_stream)
+
+
+def test_filter_cli_rejects_a_bad_device_naming_the_flag(tmp_path, capsys):
+    from fairstream.cli import main
+
+    shard = tmp_path / "in.jsonl"
+    shard.write_text('{"text": "A text."}\n')
+    assert main(["filter", str(shard), "-o", str(tmp_path / "out"), "--device", "gpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fairstream: error: --device") and "cpu, cuda, cuda:N, auto" in err
+    assert len(err.splitlines()) == 1

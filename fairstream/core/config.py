@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,7 +24,7 @@ OnError = Literal["raise", "skip"]
 GRANULARITIES = ("sentence", "document")
 SPLITTERS = ("auto", "punkt", "fallback")
 ON_ERROR_VALUES = ("raise", "skip")
-DEVICES = ("cpu", "cuda")
+DEVICES = ("cpu", "cuda", "cuda:N", "auto")  # checked by fairstream.models.loader.parse_device
 
 
 def _number_in(low: float, high: float) -> Callable[[Any], bool]:
@@ -220,7 +221,12 @@ class FilterConfig:
     )
     device: str = field(
         default="cpu",
-        metadata=_opt("where the model runs", choices=DEVICES),
+        metadata=_opt(
+            "where the model runs: cpu (ONNX Runtime int8), cuda or cuda:N (PyTorch bf16/fp16, "
+            "pip install 'fairstream[torch-backend]'), auto (cuda when torch sees a GPU, else cpu)",
+            check=lambda v: isinstance(v, str) and re.fullmatch(r"cpu|cuda|cuda:\d+|auto", v) is not None,
+            allowed="one of cpu, cuda, cuda:N, auto (N: a GPU index)",
+        ),
     )
 
     def __post_init__(self) -> None:

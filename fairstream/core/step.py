@@ -21,6 +21,7 @@ from fairstream.core.config import FilterConfig
 from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
 from fairstream.core.stats import StreamStats
 from fairstream.errors import InvalidDocumentError, option
+from fairstream.models.loader import load_model
 from fairstream.stream.tagger import MentionModel, TaggedDocument, Tagger
 from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, coerce_text
@@ -90,8 +91,10 @@ class FilterStep:
         c = self.config
         if taxonomy is None and c.taxonomy is not None:
             taxonomy = Taxonomy.load(c.taxonomy)
+        if model is None:  # one place turns the device setting into a backend (no torch for cpu)
+            model = load_model(c.model, device=c.device, batch_size=c.batch_size)
         self.tagger = Tagger(
-            model if model is not None else c.model,
+            model,
             taxonomy=taxonomy,
             splitter=c.splitter,
             length_filter=LengthFilter(c.min_tokens, c.max_tokens),

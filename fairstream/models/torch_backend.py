@@ -14,7 +14,7 @@ Inference: mentions are tokenized once, sorted by token length and cut into batc
 their own longest row; attention is ``scaled_dot_product_attention`` (transformers' ``"sdpa"``).
 On CUDA the batch size is sized from free GPU memory and sequence length unless given, and host
 tensors are pinned for asynchronous copies. torch, transformers and onnx are imported only when a
-``TorchJointModel`` loads (``pip install 'fairstream[torch]'``).
+``TorchJointModel`` loads (``pip install 'fairstream[torch-backend]'``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _require_torch() -> Any:
     except ImportError as exc:
         raise MissingDependencyError(
             f"{exc.name} is required for the torch backend (device='cuda' / 'auto'): "
-            "pip install 'fairstream[torch]', or use device='cpu' (ONNX Runtime)"
+            "pip install 'fairstream[torch-backend]', or use device='cpu' (ONNX Runtime)"
         ) from exc
     return torch
 
@@ -88,7 +88,7 @@ def extract_weights(onnx_path: Path) -> ExtractedWeights:
         from onnx import numpy_helper
     except ImportError as exc:
         raise MissingDependencyError(
-            "onnx is required to read the weights for the torch backend: pip install 'fairstream[torch]'"
+            "onnx is required to read the weights for the torch backend: pip install 'fairstream[torch-backend]'"
         ) from exc
     try:
         model = onnx.load(str(onnx_path))
