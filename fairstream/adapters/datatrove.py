@@ -1,0 +1,134 @@
+"""The filter as a datatrove pipeline step.
+
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.writers import JsonlWriter
+    from fairstream.adapters.datatrove import FairStreamFilter
+
+    LocalPipelineExecutor(pipeline=[
+        JsonlReader("shards/"),
+        FairStreamFilter(cap=0.01, exclusion_writer=JsonlWriter("removed/")),
+        JsonlWriter("kept/"),
+    ], tasks=4).run()
+
+Dropped sentences are removed from each document's text in place; what was removed goes to the
+exclusion writer: a whole dropped document as it was (``metadata["filter_reason"]``), and the
+removed sentences of a kept document as one document ``<id>/removed`` with the spans and their
+reasons in ``metadata["fairstream_dropped"]``. Counts go to datatrove's stats
+(``sentences_dropped``, ``dropped_<reason>``, ``docs_modified`` ...). Each datatrove task runs its own
+``FilterStep`` (model loaded once per task) over its own documents, in the order its reader
+gives them; every task's output obeys the cap, so their union does too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from fairstream.core.config import FilterConfig
+from fairstream.core.step import FilterStep
+from fairstream.errors import MissingDependencyError
+
+try:
+    from datatrove.data import Document, DocumentsPipeline
+    from datatrove.pipeline.filters.base_filter import BaseFilter
+    from datatrove.pipeline.writers.disk_base import DiskWriter
+    from datatrove.utils.batching import batched
+except ImportError as exc:
+    raise MissingDependencyError(
+        f"the datatrove adapter needs datatrove ({exc}): pip install 'fairstream[datatrove]'"
+    ) from exc
+
+
+class FairStreamFilter(BaseFilter):
+    """A datatrove filter that removes negative-regard sentences beyond the cap (see module docstring).
+
+    Args:
+        config: the filter's settings; ``settings`` override its fields (``cap=``, ``granularity=``, ...).
+            Documents are filtered ``config.lookahead`` at a time (one batched model call each).
+        exclusion_writer: a datatrove writer for what was removed.
+        annotate: keep each document's annotation in ``metadata["fairstream"]``.
+    """
+
+    name = "⚖️ fairstream"
+
+    def __init__(
+        self,
+        config: FilterConfig | None = None,
+        *,
+        exclusion_writer: DiskWriter | None = None,
+        annotate: bool = False,
+        **settings: Any,
+    ) -> None:
+        config = config or FilterConfig()
+        self.config = config.replace(**settings) if settings else config
+        super().__init__(exclusion_writer=exclusion_writer, batch_size=self.config.lookahead)
+        self.annotate = annotate
+        self._step: FilterStep | None = None  # built in the task: the model is not pickled to workers
+
+    @property
+    def step(self) -> FilterStep:
+        """The task's filter step (created on first use)."""
+        if self._step is None:
+            self._step = FilterStep(self.config)
+        return self._step
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        """Not used: documents are filtered in batches by ``run``."""
+        raise NotImplementedError("FairStreamFilter filters batches (run)")
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        """Filter the task's documents in order; yield the kept ones with dropped sentences removed."""
+        with self.exclusion_writer if self.exclusion_writer else contextlib.nullcontext() as writer:
+            index = 0
+            for batch in batched(data, self.batch_size):
+                self.stat_update("batches")
+                with self.track_time("batch"):
+                    records = [{"text": d.text, "id": d.id} for d in batch]
+                    results = self.step.process(records, start=index, annotate=True)
+                index += len(batch)
+                for doc, result in zip(batch, results, strict=True):
+                    yield from self._emit(doc, result, writer, rank)
+
+    def _emit(self, doc: Document, result: Any, writer: Any, rank: int) -> Iterator[Document]:
+        self.stat_update("total")
+        if result.error is not None:  # on_error="skip"
+            self.stat_update("dropped", f"dropped_{result.error.reason}")
+            if writer is not None:
+                doc.metadata["filter_reason"] = result.error.reason
+                writer.write(doc, rank)
+            return
+        if self.annotate:
+            doc.metadata["fairstream"] = result.annotation
+        reasons = [d.reason for d in result.dropped]
+        for reason in reasons:
+            self.stat_update("sentences_dropped", f"sentences_{reason}")
+        if not result.kept:
+            reason = "document-dropped" if self.config.granularity == "document" else "all-sentences-dropped"
+            self.stat_update("dropped", f"dropped_{reason}")
+            if writer is not None:
+                doc.metadata["filter_reason"] = reason
+                writer.write(doc, rank)
+            return
+        if result.dropped:
+            self.stat_update("docs_modified")
+            if writer is not None:
+                removed = Document(
+                    text="\n".join(result.original[d.start : d.end] for d in result.dropped),
+                    id=f"{doc.id}/removed",
+                    metadata={
+                        "filter_reason": "sentences-dropped",
+                        "fairstream_dropped": [[d.start, d.end, d.reason] for d in result.dropped],
+                    },
+                )
+                writer.write(removed, rank)
+            doc.text = result.text
+        self.stat_update("forwarded")
+        self.update_doc_stats(doc)
+        yield doc
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_step"] = None  # workers load their own model
+        return state
