@@ -328,3 +328,25 @@ def test_cli_job_options_out_of_place_are_one_line_errors(
     err = capsys.readouterr().err.strip().splitlines()
     assert named in err[-1]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_repeated_document_id_is_a_one_line_error_naming_file_and_line(
+    one_worker: Path, shards: Path, tmp_path: Path
+) -> None:
+    # a document with a negative sentence (only those enter the plan) from the annotated shards
+    negative = next(
+        doc_id
+        for doc_id, row in attribute_rows(one_worker).items()
+        if any("negative" in r.values() for _, _, r in row["attributes"]["fairstream__person_regard"])
+    )
+    docs = [d for p in shards.rglob("*") if p.is_file() for d in read_shard(p)]
+    rows = [d for d in docs if d["id"] == negative] * 2
+    shard = tmp_path / "000.jsonl"
+    shard.write_text("".join(json.dumps(d) + "\n" for d in rows))
+    with pytest.raises(FairStreamError, match=r"000.jsonl:2: document id .* appears twice"):
+        GlobalCapJob([shard], tmp_path / "out", workers=1, progress=False).run()
+    # named by shard and line instead, the same documents are fine
+    summary = GlobalCapJob(
+        [shard], tmp_path / "by-line", FilterConfig(id_field=None), workers=1, progress=False
+    ).run()
+    assert summary["documents"] == 2

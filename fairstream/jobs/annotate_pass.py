@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.core.global_cap import GlobalCapPlanner
-from fairstream.errors import InvalidDocumentError
+from fairstream.errors import FairStreamError, InvalidDocumentError
 from fairstream.io import write_json
 from fairstream.jobs.checkpoint import ShardParts
 from fairstream.jobs.reader import Record, ShardReader
@@ -143,12 +143,19 @@ def _annotate(
         ]
         units = sentence_units(ann)
         counts["sentences"] += len(units)
-        for i, unit in enumerate(units):
-            if unit:
-                planners["sentence"].add(key, i, unit)
         doc = document_unit(units)
-        if doc:
-            planners["document"].add(key, 0, doc)
+        try:
+            for i, unit in enumerate(units):
+                if unit:
+                    planners["sentence"].add(key, i, unit)
+            if doc:
+                planners["document"].add(key, 0, doc)
+        except ValueError:
+            raise FairStreamError(
+                f"{task['shard']}:{rec.line}: document id {key!r} appears twice in this shard; the global "
+                "cap needs unique ids: fix them, or name documents by shard and line instead "
+                "(--id-field '' on the command line, id_field=None in Python)"
+            ) from None
         person = [
             [s["start"], s["end"], {kw: next(r for r, c in u[kw].items() if c) for kw in sorted(u)}]
             for s, u in zip(ann["sentences"], units, strict=True)
