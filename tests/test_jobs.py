@@ -350,3 +350,46 @@ def test_a_repeated_document_id_is_a_one_line_error_naming_file_and_line(
         [shard], tmp_path / "by-line", FilterConfig(id_field=None), workers=1, progress=False
     ).run()
     assert summary["documents"] == 2
+
+
+RSS_CHILD = """
+import json, resource, sys
+from fairstream.core.config import FilterConfig
+from fairstream.jobs import GlobalCapJob
+from fairstream.jobs.tasks import worker_step
+config = FilterConfig(cache_size=100_000)
+worker_step(config, 1).process([{"id": "w", "text": "The Muslim man was kind to his neighbours and helped "
+                                                    "them carry their bags home after a long day."}])
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+GlobalCapJob([sys.argv[1]], sys.argv[2], config, workers=1, checkpoint_every=200, progress=False).run()
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+"""
+
+
+@pytest.mark.slow
+def test_peak_memory_does_not_grow_with_the_shard(tmp_path: Path) -> None:
+    docs = corpus_docs(300, chars=4000)
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    # five times the documents under new ids: the model's cache answers the repeats, so only the
+    # job's own buffers could make the larger shard cost more memory
+    large.write_text(
+        "".join(json.dumps({**d, "id": f"{k}-{d['id']}"}) + "\n" for k in range(5) for d in docs)
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def growth(shard: Path) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", RSS_CHILD, str(shard), str(tmp_path / f"out-{shard.stem}")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(out.stdout.strip().splitlines()[-1])
+
+    extra = large.stat().st_size - small.stat().st_size
+    assert extra > 3_000_000
+    # a job that held the shard would grow by more than the extra JSON; this one by far less
+    small_growth, large_growth = growth(small), growth(large)
+    assert large_growth - small_growth < extra / 4, (small_growth, large_growth, extra)
