@@ -210,6 +210,26 @@ def test_a_second_cap_from_saved_annotations_equals_a_full_run(shards: Path, tmp
     assert json.loads(mine["plan.json"])["dropped"] == json.loads(theirs["plan.json"])["dropped"]
 
 
+def test_document_granularity_keeps_documents_whole_or_drops_them(
+    shards: Path, one_worker: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "doc"
+    config = FilterConfig(cap=CAP, granularity="document")
+    GlobalCapJob(
+        [shards], out, config, workers=1, checkpoint_every=16, from_annotations=one_worker, progress=False
+    ).run()
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["dropped"] and all(i == 0 for _, i in plan["dropped"])
+    dropped = {d for d, _ in plan["dropped"]}
+    for name in ("a/000.jsonl", "b/000.jsonl", "c/000.jsonl.gz", "d/000.parquet"):
+        source = {d["id"]: d for d in read_shard(shards / name)}
+        kept = read_shard(out / "data" / name)
+        assert [d["id"] for d in kept] == [i for i in source if i not in dropped]
+        assert all(d == source[d["id"]] for d in kept)
+    for c in plan["kept"].values():
+        assert c["negative"] <= negative_budget(CAP, c["neutral"] + c["positive"])  # type: ignore[operator]
+
+
 def test_a_changed_setting_on_resume_is_refused_by_name(shards: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     GlobalCapJob([shards / "a"], out, workers=1, annotate_only=True, progress=False).run()
