@@ -262,13 +262,14 @@ class ExploratoryBuilder:
         """The model written into the provenance (``None`` without a backend)."""
         return None if self.backend is None else self.backend.model_id
 
-    def _need_backend(self, what: str) -> ChatBackend:
+    def need_backend(self, what: str) -> ChatBackend:
+        """The backend, or a ``BuilderConfigError`` saying that ``what`` needs a model."""
         if self.backend is None:
             raise BuilderConfigError(f"{what} needs a model: pass --backend and --model")
         return self.backend
 
     def _ask(self, prompt: str, retry: str, parse: Callable[[str], Any]) -> tuple[Any, str]:
-        backend = self._need_backend("generation")
+        backend = self.need_backend("generation")
         messages: list[Message] = [{"role": "user", "content": prompt}]
         reply = backend.chat(messages)
         replies = [reply]
@@ -322,7 +323,7 @@ class ExploratoryBuilder:
         for side in (male, female):
             if side.stance is None:
                 stance, raw = ask_stance(
-                    self._need_backend("stances"), side.story, self.retries, side.character_name
+                    self.need_backend("stances"), side.story, self.retries, side.character_name
                 )
                 side.stance, side.explanation = stance, stance_explanation(raw)
         record["male"], record["female"] = male.to_dict(), female.to_dict()
@@ -435,9 +436,12 @@ class BuildResult:
         }
 
 
-def _check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
+def _check_settings(out_dir: Path, settings: dict[str, Any], has_records: bool) -> None:
+    """Refuse to mix runs with other settings in one folder; a folder without records is free."""
+    from fairstream.io import write_json
+
     path = out_dir / "settings.json"
-    if path.exists():
+    if path.exists() and has_records:
         old = json.loads(path.read_text(encoding="utf-8"))
         diff = {k: (old.get(k), v) for k, v in settings.items() if old.get(k) != v}
         if diff:
@@ -446,8 +450,6 @@ def _check_settings(out_dir: Path, settings: dict[str, Any]) -> None:
                 "settings or write to another --output folder"
             )
     else:
-        from fairstream.io import write_json
-
         write_json(path, settings)
 
 
@@ -489,6 +491,10 @@ def build_sft(
         raise BuilderConfigError(f"{option('max_attempts', max_attempts)} must be a whole number >= 0")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if items is None:
+        builder.need_backend("generating story pairs")  # before anything is written
+    checkpoint = out / CHECKPOINT
+    done = prepare_output(checkpoint)
     _check_settings(
         out,
         {
@@ -499,9 +505,8 @@ def build_sft(
             "require_neutral": builder.require_neutral,
             "mode": "generate" if items is None else "stories",
         },
+        has_records=bool(done),
     )
-    checkpoint = out / CHECKPOINT
-    done = prepare_output(checkpoint)
     previous = read_checkpoint(checkpoint)
     kept_before = sum(r.get("status") == "kept" for r in previous)
     builder.seen_stories |= {
