@@ -363,7 +363,7 @@ def test_stories_file_needing_answers_without_model_says_so(tmp_path: Path):
         build_sft(tmp_path / "out", ExploratoryBuilder(None), items=read_story_items(path))
     with pytest.raises(BuilderConfigError, match="generating story pairs needs a model"):
         build_sft(tmp_path / "gen", ExploratoryBuilder(None))
-    assert not (tmp_path / "gen" / CHECKPOINT).exists()
+    assert not (tmp_path / "gen").exists()
     # the failed runs left no records, so the folders take a run with other settings
     result = build_sft(tmp_path / "out", ExploratoryBuilder(scripted(), seed=5), items=read_story_items(path))
     assert result.total == {"attempts": 1, "kept": 1}

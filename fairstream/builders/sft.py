@@ -489,10 +489,10 @@ def build_sft(
         max_attempts = 20 * num_pairs
     if max_attempts < 0:
         raise BuilderConfigError(f"{option('max_attempts', max_attempts)} must be a whole number >= 0")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     if items is None:
         builder.need_backend("generating story pairs")  # before anything is written
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     checkpoint = out / CHECKPOINT
     done = prepare_output(checkpoint)
     _check_settings(
