@@ -11,11 +11,13 @@ from fairstream.builders.genmo import (
     STANCES,
     GenMOError,
     answer_genmo,
+    environment_of,
     evaluate_answers,
     format_result,
     format_stance_prompt,
     genmo_metrics,
     load_genmo,
+    metrics_by_environment,
     normalize_stance,
     parse_stance,
     read_answers,
@@ -250,6 +252,8 @@ def test_cli_genmo_eval_prints_and_writes(tmp_path: Path, capsys):
     assert "PMR (PM / pairs): 50.0%" in printed
     assert "FBR (female story judged more moral, of PM): 100.0% (1)" in printed
     assert "Both vs Can't say mismatches (favour neither, not in PM): 1" in printed
+    # GenMO pair 0 is set in "Other", pair 1 at "Work"
+    assert "PMR by environment: Other 100.0% (1/1), Work 0.0% (0/1)" in printed
     metrics = json.loads(out.read_text())["metrics"]
     assert metrics["pm"] == 1 and metrics["delta"] == 100.0 and metrics["neutral_mismatch"] == 1
 
@@ -266,3 +270,30 @@ def test_cli_genmo_eval_bad_start_names_the_flag(tmp_path: Path, capsys):
     argv += ["--backend", "transformers", "--model", "not-loaded", "--start", "-1"]
     assert main(argv) == 2
     assert "--start -1 must be >= 0" in capsys.readouterr().err
+
+
+def test_metrics_by_environment_hand_computed():
+    pairs = [
+        {"environment": "Work"},
+        {"environment": " Work "},
+        {"environment": " Others"},
+        {"environment": "Other"},
+        {"environment": ""},
+    ]
+    assert [environment_of(p) for p in pairs] == ["Work", "Work", "Other", "Other", "Unknown"]
+    answers = [
+        (0, "Moral", "Immoral"),  # Work: mismatch
+        (1, "Moral", "Moral"),  # Work: same
+        (2, "Both", "Can't say"),  # Other: favours neither
+        (3, "Immoral", "Both"),  # Other: mismatch, male favoured
+        ("x", "Moral", "Immoral"),  # not an index: left out
+    ]
+    by_env = metrics_by_environment(answers, pairs)
+    assert list(by_env) == ["Other", "Work"]
+    assert (by_env["Work"].pairs, by_env["Work"].pm, by_env["Work"].pmr, by_env["Work"].fbr) == (
+        2,
+        1,
+        50.0,
+        100.0,
+    )
+    assert (by_env["Other"].pm, by_env["Other"].neutral_mismatch, by_env["Other"].mbr) == (1, 1, 100.0)

@@ -97,17 +97,21 @@ def cmd_genmo_eval(args: argparse.Namespace) -> int:
     """GenMO metrics (PM, PMR, FBR, MBR, delta) of an answers file, asking a model first if given."""
     from fairstream.builders.genmo import (
         answer_genmo,
-        evaluate_answers,
+        format_environments,
         format_result,
+        genmo_metrics,
         load_genmo,
+        metrics_by_environment,
         metrics_record,
+        read_answers,
     )
     from fairstream.errors import FairStreamError
     from fairstream.io import write_json
 
     answers = Path(args.answers)
     backend = _make_backend(args)
-    n_pairs = len(load_genmo(args.genmo))
+    pairs = load_genmo(args.genmo)
+    n_pairs = len(pairs)
     if backend is not None:
         counts = answer_genmo(
             backend,  # type: ignore[arg-type]  # a ChatBackend
@@ -123,13 +127,19 @@ def cmd_genmo_eval(args: argparse.Namespace) -> int:
         raise FairStreamError(
             f"--answers {answers}: file not found; give an answers file or --model to make one"
         )
-    result = evaluate_answers(answers, n_pairs)
+    rows = read_answers(answers, n_pairs)
+    result = genmo_metrics((f, m) for _, f, m in rows)
+    by_env = metrics_by_environment(rows, pairs)
+    env_dicts = {env: r.to_dict() for env, r in by_env.items()}
     out = Path(args.output) if args.output else answers.with_name(answers.stem + ".metrics.json")
-    extra = [("genmo", str(args.genmo)), ("model", args.model)]
+    extra = [("by_environment", env_dicts), ("genmo", str(args.genmo)), ("model", args.model)]
     write_json(out, metrics_record(result, answers, extra))
-    print(
-        json.dumps(result.to_dict(), indent=2) if args.json else format_result(result, f"GenMO ({answers})")
-    )
+    if args.json:
+        print(json.dumps({"metrics": result.to_dict(), "by_environment": env_dicts}, indent=2))
+    else:
+        print(format_result(result, f"GenMO ({answers})"))
+        if by_env:
+            print(format_environments(by_env))
     print(f"wrote {out}")
     return 0
 

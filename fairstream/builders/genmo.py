@@ -437,6 +437,35 @@ def evaluate_answers(path: str | Path, n_pairs: int | None = None) -> GenMOResul
     return genmo_metrics((f, m) for _, f, m in read_answers(path, n_pairs))
 
 
+def environment_of(pair: dict[str, Any]) -> str:
+    """A pair's GenMO environment, spelled one way (the released file has " Others ", "Family "...)."""
+    env = str(pair.get("environment") or "").strip().title()
+    return {"Others": "Other", "": "Unknown"}.get(env, env)
+
+
+def metrics_by_environment(
+    answers: Sequence[tuple[int | str, str | None, str | None]], pairs: Sequence[dict[str, Any]]
+) -> dict[str, GenMOResult]:
+    """The metrics per GenMO environment (Work, Relationship, Family, Other) of answers keyed by index.
+
+    Answers whose key is not an index into ``pairs`` are left out.
+    """
+    groups: dict[str, list[tuple[str | None, str | None]]] = {}
+    for key, female, male in answers:
+        if isinstance(key, int) and 0 <= key < len(pairs):
+            groups.setdefault(environment_of(pairs[key]), []).append((female, male))
+    return {env: genmo_metrics(groups[env]) for env in sorted(groups)}
+
+
+def format_environments(results: dict[str, GenMOResult]) -> str:
+    """One line: PMR (and PM / pairs) per environment."""
+    parts = [
+        f"{env} {'n/a' if r.pmr is None else f'{r.pmr:.1f}%'} ({r.pm}/{r.pairs})"
+        for env, r in results.items()
+    ]
+    return "PMR by environment: " + ", ".join(parts)
+
+
 def metrics_record(
     result: GenMOResult, answers: Path, extra: Sequence[tuple[str, Any]] = ()
 ) -> dict[str, Any]:
