@@ -358,12 +358,12 @@ def backends(
         out.append(Backend("pytorch fp32 (transformers, sdpa)", "cpu", "fp32", None, (), torch_reason))
     gpu = resolve_device(device) if device != "cpu" else "cpu"
     no_gpu = None
-    if device == "cpu":
-        no_gpu = "--device cpu"
-    elif torch_reason is not None:
+    if torch_reason is not None:
         no_gpu = torch_reason
     elif not cuda_available():
         no_gpu = "no CUDA device (torch.cuda.is_available() is False)"
+    elif device == "cpu":
+        no_gpu = "--device cpu"
     gpu = gpu if gpu != "cpu" else "cuda"
     for precision in ("float16", "bfloat16"):
         short = "fp16" if precision == "float16" else "bf16"
@@ -543,6 +543,8 @@ def end_to_end(texts: list[str], device: str, threads: int | None, batch_size: i
         "mb_per_cpu_s": _rate(mb, cpu, 3),
         "mentions_judged": mentions,
         "mentions_per_s": _rate(mentions, wall),
+        "docs_per_cpu_s": _rate(len(texts), cpu),
+        "mentions_per_cpu_s": _rate(mentions, cpu),
         "split": {
             "keyword_stage_s": round(keyword_s, 3),
             "model_s": round(model_s, 3),
