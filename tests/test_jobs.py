@@ -185,29 +185,28 @@ def test_attribute_files_align_with_the_shards_line_by_line(one_worker: Path, sh
         assert [(r["id"], r["line"]) for r in rows] == [(d.data["id"], d.line) for d in docs]
 
 
-def test_a_second_cap_from_saved_annotations_equals_a_full_run(shards: Path, tmp_path: Path) -> None:
-    ann = tmp_path / "ann"
-    summary = GlobalCapJob(
-        [shards], ann, workers=1, checkpoint_every=16, annotate_only=True, progress=False
-    ).run()
-    assert not (ann / "data").exists() and summary["documents"] == 160
+def test_a_second_cap_from_saved_annotations_equals_a_full_run(
+    shards: Path, one_worker: Path, tmp_path: Path
+) -> None:
     from_ann = tmp_path / "from-ann"
+    config = FilterConfig(cap=0.25)
     GlobalCapJob(
         [shards],
         from_ann,
-        FilterConfig(cap=0.02),
+        config,
         workers=1,
         checkpoint_every=16,
-        from_annotations=ann,
+        from_annotations=one_worker,
         progress=False,
     ).run()
+    assert not (from_ann / "attributes").exists()  # pass 1 did not run again
     full = tmp_path / "full"
-    GlobalCapJob([shards], full, FilterConfig(cap=0.02), workers=1, checkpoint_every=16, progress=False).run()
-    mine, theirs = files_of(from_ann), files_of(full)
-    assert {k: v for k, v in mine.items() if k.startswith("data")} == {
-        k: v for k, v in theirs.items() if k.startswith("data")
-    }
-    assert json.loads(mine["plan.json"])["dropped"] == json.loads(theirs["plan.json"])["dropped"]
+    GlobalCapJob([shards], full, config, workers=1, checkpoint_every=16, progress=False).run()
+    assert files_of(from_ann) == {k: v for k, v in files_of(full).items() if not k.startswith("attributes")}
+    assert (
+        json.loads((full / "plan.json").read_text())["dropped"]
+        != json.loads((one_worker / "plan.json").read_text())["dropped"]
+    ), "a 25% cap must drop less than a 1% cap on this corpus"
 
 
 def test_document_granularity_keeps_documents_whole_or_drops_them(
@@ -230,9 +229,11 @@ def test_document_granularity_keeps_documents_whole_or_drops_them(
         assert c["negative"] <= negative_budget(CAP, c["neutral"] + c["positive"])  # type: ignore[operator]
 
 
-def test_a_changed_setting_on_resume_is_refused_by_name(shards: Path, tmp_path: Path) -> None:
+def test_annotate_only_writes_no_outputs_and_refuses_a_changed_setting(shards: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    GlobalCapJob([shards / "a"], out, workers=1, annotate_only=True, progress=False).run()
+    summary = GlobalCapJob([shards / "a"], out, workers=1, annotate_only=True, progress=False).run()
+    assert summary["documents"] == 40 and not (out / "data").exists() and not (out / "plan.json").exists()
+    assert (out / "attributes" / "000.jsonl.fairstream.jsonl.gz").is_file()
     with pytest.raises(FairStreamError, match="min_tokens"):
         GlobalCapJob(
             [shards / "a"], out, FilterConfig(min_tokens=8), workers=1, annotate_only=True, progress=False

@@ -43,16 +43,17 @@ class LocalEngine:
     name = "local"
 
     def __init__(self, workers: int | None = None) -> None:
-        cores = available_cores()
-        self.workers = workers or cores
+        self.cores = available_cores()
+        self.workers = workers or self.cores
         if self.workers < 1:
             raise FairStreamError(f"{option('workers', self.workers)}: must be a whole number >= 1")
-        self.threads = max(1, cores // self.workers)
 
     def map(self, fn: TaskFn, tasks: Sequence[dict[str, Any]], report: Report) -> list[dict[str, Any]]:
         """Run ``fn`` on every task; results in task order. The first failure stops the pass."""
-        tasks = [{**t, "threads": self.threads} for t in tasks]
-        if self.workers == 1 or len(tasks) <= 1:
+        processes = min(self.workers, len(tasks))
+        # threads x processes <= cores; in this process (one worker or one shard) all the cores
+        tasks = [{**t, "threads": max(1, self.cores // max(1, processes))} for t in tasks]
+        if processes <= 1:
             return [fn(t, report) for t in tasks]
         import multiprocessing as mp
         from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -60,7 +61,7 @@ class LocalEngine:
         ctx = mp.get_context("spawn")
         with ctx.Manager() as manager:
             updates = manager.Queue()
-            with ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)), mp_context=ctx) as pool:
+            with ProcessPoolExecutor(max_workers=processes, mp_context=ctx) as pool:
                 futures = [pool.submit(_run_reporting, fn, t, updates) for t in tasks]
                 pending = set(futures)
                 while pending:

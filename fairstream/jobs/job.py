@@ -150,6 +150,8 @@ class GlobalCapJob:
             logger.info("removed %s, left by an interrupted run", tmp)
         annotate_settings, apply_settings = self.settings()
         check_settings(self.annotations, annotate_settings, filename="_annotate.json", what="pass 1")
+        if not self.annotate_only:  # before any work: a changed cap is refused at once
+            check_settings(out, apply_settings, filename="_apply.json", what="pass 2-3")
         engine = make_engine(self.engine_name, workers=self.workers, ray_address=self.ray_address)
         timings: dict[str, Any] = {}
         tasks = self._tasks({"work": str(self.annotations)})
@@ -172,7 +174,6 @@ class GlobalCapJob:
             summary["timings"] = timings
             summary["settings"] = annotate_settings
             return self._finish(summary)
-        check_settings(out, apply_settings, filename="_apply.json", what="pass 2-3")
         t0 = time.perf_counter()
         plan = write_plan(out, decide(states, self.config), apply_settings)
         timings["decide"] = {"seconds": round(time.perf_counter() - t0, 3)}
