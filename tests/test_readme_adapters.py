@@ -49,7 +49,7 @@ def core_kept(config: FilterConfig, docs: list[dict]) -> list[str]:
 
 
 def test_readme_has_one_snippet_per_adapter():
-    assert set(snippets()) == {"torch", "hf", "datatrove", "ray", "cli"}
+    assert set(snippets()) == {"pipeline", "torch", "hf", "datatrove", "ray", "cli"}
 
 
 @pytest.mark.parametrize("name", ["torch", "hf", "datatrove", pytest.param("ray", marks=pytest.mark.slow)])

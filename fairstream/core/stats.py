@@ -65,23 +65,41 @@ class StreamStats:
         )
 
 
-def stats_from_loader_state(state: dict[str, Any]) -> StreamStats:
-    """Sum the FairStream stats of every worker in a torchdata ``StatefulDataLoader.state_dict()``.
+def loader_dataset_states(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dataset state of each worker in a torchdata ``StatefulDataLoader.state_dict()``.
 
-    With ``num_workers > 0`` each worker filters with its own copy of the stream, so the counts
-    live in the workers; their ``FairStream.state_dict()`` (including ``"stats"``) travel in the
-    loader's state. With ``num_workers=0`` the loader state holds the dataset state directly.
+    With ``num_workers > 0`` each worker iterates its own copy of the dataset, so its state (and
+    any counts it keeps) travel in the loader's state, one per worker; with ``num_workers=0`` the
+    loader state holds the dataset state directly.
     """
     snapshot = state.get("_snapshot", state)
     workers = snapshot.get("_worker_snapshots")
     if workers:
-        parts = [w.get("dataset_state") or {} for w in workers.values()]
-    else:
-        main = snapshot.get("_main_snapshot", snapshot)
-        parts = [main.get("dataset_state") or {}]
+        return [w.get("dataset_state") or {} for w in workers.values()]
+    main = snapshot.get("_main_snapshot", snapshot)
+    return [main.get("dataset_state") or {}]
+
+
+def _stream_states(state: Any) -> list[dict[str, Any]]:
+    """FairStream states inside a dataset state (itself, or nested in a wrapper's state)."""
+    if not isinstance(state, dict):
+        return []
+    if "stats" in state and "controller" in state:
+        return [state]
+    return [s for value in state.values() for s in _stream_states(value)]
+
+
+def stats_from_loader_state(state: dict[str, Any]) -> StreamStats:
+    """Sum the FairStream stats of every worker in a torchdata ``StatefulDataLoader.state_dict()``.
+
+    The dataset may be a FairStream or wrap one (e.g. a tokenizer and packer) that keeps the
+    stream's ``state_dict()`` inside its own.
+    """
     total = StreamStats()
-    for part in parts:
-        if "stats" not in part:
+    for part in loader_dataset_states(state):
+        streams = _stream_states(part)
+        if not streams:
             raise ValueError("loader state holds no FairStream stats (was the dataset a FairStream?)")
-        total = total + StreamStats.from_dict(part["stats"])
+        for stream_state in streams:
+            total = total + StreamStats.from_dict(stream_state["stats"])
     return total

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fairstream.adapters.hf import fairstream_map_fn
     from fairstream.core.cap import CapController, UnitCounts
-    from fairstream.core.stats import StreamStats, stats_from_loader_state
+    from fairstream.core.stats import StreamStats, loader_dataset_states, stats_from_loader_state
     from fairstream.core.step import remove_spans
     from fairstream.stream.dataset import FairStream
     from fairstream.stream.tagger import Tagger
@@ -24,6 +24,7 @@ _LAZY = {
     "Tagger": "fairstream.stream.tagger",
     "UnitCounts": "fairstream.core.cap",
     "fairstream_map_fn": "fairstream.adapters.hf",
+    "loader_dataset_states": "fairstream.core.stats",
     "remove_spans": "fairstream.core.step",
     "stats_from_loader_state": "fairstream.core.stats",
 }
@@ -35,6 +36,7 @@ __all__ = [
     "Tagger",
     "UnitCounts",
     "fairstream_map_fn",
+    "loader_dataset_states",
     "remove_spans",
     "stats_from_loader_state",
 ]
