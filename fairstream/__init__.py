@@ -2,8 +2,11 @@
 
 Main entry points:
 
+* :class:`fairstream.FilterStep` and :class:`fairstream.FilterConfig`: the torch-free filter
+  core (documents in, kept text + dropped spans + annotations out) and its one settings object;
+  the adapters in ``fairstream.adapters`` (HF datasets, datatrove, Ray Data) call it.
 * :class:`fairstream.FairStream`: the streaming ``IterableDataset`` filter with a per-attribute
-  negative-regard cap.
+  negative-regard cap (needs the ``torch`` extra).
 * :class:`fairstream.Taxonomy` and :class:`fairstream.KeywordDetector`: protected-attribute
   keywords and their fast detection.
 * :class:`fairstream.JointModel`: the ONNX WSD + regard classifier.
@@ -19,6 +22,8 @@ __all__ = [
     "CandidateExtractor",
     "CapController",
     "FairStream",
+    "FilterConfig",
+    "FilterStep",
     "JointModel",
     "KeywordDetector",
     "Taxonomy",
@@ -28,6 +33,8 @@ __all__ = [
 if TYPE_CHECKING:
     from fairstream.candidates import CandidateExtractor
     from fairstream.core.cap import CapController
+    from fairstream.core.config import FilterConfig
+    from fairstream.core.step import FilterStep
     from fairstream.detect import KeywordDetector
     from fairstream.models.runtime import JointModel
     from fairstream.stream.dataset import FairStream
@@ -37,6 +44,8 @@ _LAZY = {
     "CandidateExtractor": "fairstream.candidates",
     "CapController": "fairstream.core.cap",
     "FairStream": "fairstream.stream.dataset",
+    "FilterConfig": "fairstream.core.config",
+    "FilterStep": "fairstream.core.step",
     "JointModel": "fairstream.models.runtime",
     "KeywordDetector": "fairstream.detect",
     "Taxonomy": "fairstream.taxonomy",

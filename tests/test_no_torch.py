@@ -63,7 +63,9 @@ def test_cli_filter_runs_without_torch(tmp_path: Path):
 
 
 def test_core_imports_no_adapter_engine_or_cli():
-    result = run_python("import fairstream.core\nprint(json.dumps(sorted(sys.modules)))\n")
+    result = run_python(
+        "import fairstream.core\nfrom fairstream import FilterConfig, FilterStep\nprint(json.dumps(sorted(sys.modules)))\n"
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     mods = loaded(result)
     forbidden = ("torch", "torchdata", "datasets", "datatrove", "ray", "fairstream.cli", "fairstream.adapters",
