@@ -76,7 +76,11 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
         nonlocal n_parts, last_pos
         rows: list[dict[str, Any]] = []
         for i in range(0, len(pending), window):
-            rows += _annotate(step, pending[i : i + window], task, planners, counts)
+            chunk = pending[i : i + window]
+            rows += _annotate(step, chunk, task, planners, counts)
+            if report is not None:  # a window at a time: the model's work is the slow part
+                report(len(chunk), chunk[-1].position - last_pos)
+            last_pos = chunk[-1].position
         parts.write_part(n_parts, rows)
         n_parts += 1
         last = pending[-1]
@@ -89,9 +93,6 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
                 "counts": counts,
             },
         )
-        if report is not None:
-            report(len(pending), last.position - last_pos)
-        last_pos = last.position
         pending.clear()
 
     for rec in reader.records(start):
