@@ -33,7 +33,7 @@ from fairstream.io import (
     write_json,
 )
 from fairstream.models.card import model_quality
-from fairstream.models.loader import load_model
+from fairstream.models.loader import load_model_for
 from fairstream.progress import Progress
 from fairstream.stats.examples import DroppedExamples
 from fairstream.summary import format_summary
@@ -86,7 +86,7 @@ class FilterJob:
             )
         c = self.config
         self.cap, self.warmup, self.granularity, self.seed = c.cap, c.warmup, c.granularity, c.seed
-        self.model = load_model(c.model, device=c.device, batch_size=c.batch_size)
+        self.model = load_model_for(c)
         self.taxonomy = Taxonomy.load(c.taxonomy)
         self.annotate = annotate
         self.report, self.progress = report, progress

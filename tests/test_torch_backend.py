@@ -209,7 +209,9 @@ def test_device_setting_reaches_the_stream_and_the_filter_job(tmp_path):
             ],
             device="cuda",
         )
-        assert isinstance(gpu_stream.step.tagger.model, TorchJointModel)  # loads lazily: no error yet
+        model = gpu_stream.step.tagger.model
+        assert isinstance(model, TorchJointModel) and model.batch_size is None  # default 8 = auto on GPU
+        assert FairStream(["x"], device="cuda", batch_size=64).step.tagger.model.batch_size == 64
         with pytest.raises(ModelError, match="no CUDA device"):
             list(gpu_stream)
 

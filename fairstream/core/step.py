@@ -21,7 +21,7 @@ from fairstream.core.config import FilterConfig
 from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
 from fairstream.core.stats import StreamStats
 from fairstream.errors import InvalidDocumentError, option
-from fairstream.models.loader import load_model
+from fairstream.models.loader import load_model_for
 from fairstream.stream.tagger import MentionModel, TaggedDocument, Tagger
 from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, coerce_text
@@ -92,7 +92,7 @@ class FilterStep:
         if taxonomy is None and c.taxonomy is not None:
             taxonomy = Taxonomy.load(c.taxonomy)
         if model is None:  # one place turns the device setting into a backend (no torch for cpu)
-            model = load_model(c.model, device=c.device, batch_size=c.batch_size)
+            model = load_model_for(c)
         self.tagger = Tagger(
             model,
             taxonomy=taxonomy,

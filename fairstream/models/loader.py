@@ -106,6 +106,20 @@ def load_model(
     return TorchJointModel(model_dir, device=device, dtype=dtype, batch_size=batch_size, threads=threads)
 
 
+def load_model_for(config: Any) -> Any:
+    """The model a ``FilterConfig`` asks for (``model``, ``device``, ``batch_size``).
+
+    The config's default batch size (8) is tuned for ONNX Runtime on a CPU; on a GPU it means "size
+    the batch from free memory" (any other value is kept).
+    """
+    import dataclasses
+
+    default = next(f.default for f in dataclasses.fields(config) if f.name == "batch_size")
+    device = parse_device(config.device)
+    batch_size = None if device != "cpu" and config.batch_size == default else config.batch_size
+    return load_model(config.model, device=device, batch_size=batch_size)
+
+
 def _onnxruntime_gpu(model_dir: str | Path | None, device: str, batch_size: int, threads: int | None) -> Any:
     import onnxruntime as ort
 
