@@ -34,7 +34,7 @@ def test_bad_cap_is_refused_before_any_work(cap, tmp_path: Path, monkeypatch, ca
     def no_model(*a, **k):
         raise AssertionError("the model was loaded before the options were checked")
 
-    monkeypatch.setattr(fairstream.filter_job, "load_model", no_model)
+    monkeypatch.setattr(fairstream.filter_job, "load_model_for", no_model)
     out = tmp_path / "out"
     assert main(["filter", str(sample_corpus_path()), f"--cap={cap}", "-o", str(out)]) == 2
     line = one_line_error(capsys.readouterr().err)
