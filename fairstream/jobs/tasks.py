@@ -33,6 +33,7 @@ ANNOTATION_SETTINGS = (
     "text_field",
     "id_field",
     "on_error",
+    "device",
 )
 #: Settings of pass 2's decision.
 DECISION_SETTINGS = ("cap", "caps", "seed", "granularity")
@@ -46,9 +47,12 @@ def worker_step(config: FilterConfig, threads: int | None) -> FilterStep:
     """A tagging-only step (the stream cap off), loaded once per process and settings."""
     key = json.dumps([config.to_dict(), threads], sort_keys=True)
     if key not in _STEPS:
-        from fairstream.models.runtime import JointModel
+        from fairstream.models.loader import load_model, load_model_for
 
-        model = JointModel(config.model, batch_size=config.batch_size, intra_op_threads=threads)
+        if config.device == "cpu":
+            model = load_model(config.model, batch_size=config.batch_size, threads=threads)
+        else:  # a GPU decides like the CPU only up to its precision: "device" is a pass-1 setting
+            model = load_model_for(config)
         _STEPS[key] = FilterStep(config.replace(cap=1.0, caps={}), model=model)
     return _STEPS[key]
 
