@@ -31,27 +31,21 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
+from export.config import TrainConfig
 from export.train import dev_fold, devdoc_folds, evaluate, fit, predict
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
 
 logger = logging.getLogger(__name__)
 
+# data selection and evaluation keys; the recipe's keys and defaults come from TrainConfig
 DEFAULTS = {
     "eval": "heldout",
     "folds": 5,
-    "seed": 0,
-    "epochs": 4.0,
-    "lr": 8e-5,
-    "batch_size": 16,
-    "regard_weight": 2.0,
-    "max_length": 192,
     "exclude": [],
     "repeat": {},
-    "wsd_weight": 1.0,
-    "dropout": 0.1,
-    "pooling": "cls_span",
     "regard_only_data": False,
     "with_dev_documents": False,
+    **TrainConfig().to_dict(),
 }
 
 
@@ -73,13 +67,13 @@ def select(pool: list[LabelledPair], cfg: dict) -> list[LabelledPair]:
 def run_config(
     cfg: dict, pool: list[LabelledPair], dev: list[LabelledPair], encoder: str, tokenizer, device: str
 ) -> tuple[dict, np.ndarray, np.ndarray]:
-    hp = argparse.Namespace(**cfg, device=device, quiet=True)
+    hp = TrainConfig.from_mapping(cfg)
     train = select(pool, cfg)
     wsd = np.zeros((len(dev), 3), dtype=np.float32)
     reg = np.zeros((len(dev), 3), dtype=np.float32)
     t0 = time.time()
     if cfg["eval"] == "heldout":
-        model, _ = fit(encoder, tokenizer, train, hp)
+        model, _ = fit(encoder, tokenizer, train, hp, device=device, quiet=True)
         wsd, reg = predict(model, tokenizer, dev, cfg["max_length"])
     elif cfg["eval"] == "cv":
         folds = [dev_fold(p.uid, cfg["folds"]) for p in dev]
@@ -88,7 +82,7 @@ def run_config(
             extra = [p for p, f in zip(dev, folds, strict=True) if f != k]
             extra += [p for p in devdoc if k not in (devdoc_folds(p.source, cfg["folds"]) or set())]
             held = [i for i, f in enumerate(folds) if f == k]
-            model, _ = fit(encoder, tokenizer, train + extra, hp)
+            model, _ = fit(encoder, tokenizer, train + extra, hp, device=device, quiet=True)
             w, r = predict(model, tokenizer, [dev[i] for i in held], cfg["max_length"])
             wsd[held], reg[held] = w, r
     else:

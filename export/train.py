@@ -31,6 +31,7 @@ import torch
 from tqdm import tqdm
 from transformers import AutoTokenizer
 
+from export.config import TrainConfig
 from export.modeling import JointCrossEncoder
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.eval import score
@@ -254,18 +255,18 @@ def evaluate(wsd_p: np.ndarray, reg_p: np.ndarray, pairs: list[LabelledPair], th
 
 
 def fit(
-    encoder: str, tokenizer, train: list[LabelledPair], hp: argparse.Namespace
+    encoder: str,
+    tokenizer,
+    train: list[LabelledPair],
+    hp: TrainConfig,
+    *,
+    device: str = "cpu",
+    quiet: bool = False,
 ) -> tuple[JointCrossEncoder, int]:
-    """Fine-tune a fresh joint model on ``train``; returns it (on ``hp.device``) and the step count.
-
-    ``hp`` needs epochs, batch_size, lr, max_length, regard_weight, seed and device.
-    """
+    """Fine-tune a fresh joint model on ``train`` with the recipe ``hp``; returns it (on ``device``) and the step count."""
     torch.manual_seed(hp.seed)
-    device = torch.device(hp.device)
-    model = JointCrossEncoder(
-        encoder, dropout=getattr(hp, "dropout", 0.1), pooling=getattr(hp, "pooling", "cls_span")
-    ).to(device)
-    wsd_weight = getattr(hp, "wsd_weight", 1.0)
+    model = JointCrossEncoder(encoder, dropout=hp.dropout, pooling=hp.pooling).to(device)
+    wsd_weight = hp.wsd_weight
     # class weights: rare regard classes (negative, positive) count more, capped to stay stable
     reg_counts = np.array([sum(p.regard == r for p in train) for r in REGARD_LABELS], dtype=np.float64)
     reg_w = torch.tensor(
@@ -283,7 +284,7 @@ def fit(
     wsd_idx = {w: i for i, w in enumerate(WSD_LABELS)}
     reg_idx = {r: i for i, r in enumerate(REGARD_LABELS)}
     step = 0
-    bar = tqdm(total=total, desc="train", unit="step", disable=getattr(hp, "quiet", False))
+    bar = tqdm(total=total, desc="train", unit="step", disable=quiet)
     while step < total:
         for batch in batches(train, hp.batch_size, rng):
             if step >= total:
@@ -357,12 +358,7 @@ def main() -> None:
     ap.add_argument(
         "--fold", type=int, default=0, help="with --dev-folds: the dev fold held out and evaluated"
     )
-    ap.add_argument("--epochs", type=float, default=4.0)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=8e-5)
-    ap.add_argument("--max-length", type=int, default=192)
-    ap.add_argument("--regard-weight", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=0)
+    TrainConfig.add_arguments(ap)  # --epochs, --lr, --regard-weight, ...: the shipped recipe's defaults
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -385,7 +381,7 @@ def main() -> None:
     tokenizer.no_truncation()
     tokenizer.no_padding()
     t0 = time.time()
-    model, total = fit(args.encoder, tokenizer, train, args)
+    model, total = fit(args.encoder, tokenizer, train, TrainConfig.from_mapping(args), device=args.device)
     train_s = time.time() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), args.out / "model.pt")
