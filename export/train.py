@@ -32,11 +32,12 @@ from tqdm import tqdm
 from transformers import AutoTokenizer
 
 from export.config import TrainConfig
+from export.labels import load_bias_standoff, load_standoff
 from export.modeling import JointCrossEncoder
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.eval import score
 from fairstream.models.encoding import MentionInput, encode_batch
-from fairstream.models.labels import LabelledPair, load_bias_standoff, load_labelled_pairs, load_standoff
+from fairstream.models.labels import LabelledPair, load_labelled_pairs
 from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)

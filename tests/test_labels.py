@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from export.labels import load_bias_standoff, load_standoff
 from fairstream.errors import FairStreamError
-from fairstream.models.labels import load_bias_standoff, load_labelled_pairs, load_standoff
+from fairstream.models.labels import load_labelled_pairs
 
 LABELS = Path(__file__).resolve().parents[1] / "labels"
 

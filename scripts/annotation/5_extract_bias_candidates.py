@@ -3,7 +3,7 @@
 Both sets are dense in stereotypes stated, reversed and reported, in short informal sentences: the
 kind of negative and positive regard that the web corpus rarely has. Items are stand-off: source
 file, row (CrowS-Pairs: csv row and column; StereoSet: example id and sentence id), and keyword
-offsets into the text that ``fairstream.models.labels.load_bias_standoff`` rebuilds.
+offsets into the text that ``export.labels.load_bias_standoff`` rebuilds.
 """
 
 import collections
@@ -17,7 +17,7 @@ from pathlib import Path
 from batches import write_batches
 
 from fairstream.detect import KeywordDetector
-from fairstream.models.labels import bias_text
+from export.labels import bias_text
 from fairstream.taxonomy import Taxonomy
 
 shared = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared")
