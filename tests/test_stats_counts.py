@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fairstream.errors import InvalidDocumentError
 from fairstream.stats import BeforeAfterHook, CooccurrenceCounts
-from fairstream.stats import counts as counts_mod
+from fairstream.stats import words as words_mod
 
 REL = "religion"
 
@@ -59,7 +59,7 @@ def test_missing_nltk_stopwords_fall_back_with_warning(monkeypatch, caplog):
     def missing(language):
         raise LookupError("no stopwords")
 
-    monkeypatch.setattr(counts_mod, "_nltk_stopwords", missing)
+    monkeypatch.setattr(words_mod, "nltk_stopwords", missing)
     with caplog.at_level(logging.WARNING, logger="fairstream.stats.counts"):
         c = exact()
     assert c.config()["stopwords"] == "builtin:english"

@@ -9,12 +9,10 @@ from fairstream.stats.counts import (
     REGARD_LABELS,
     REGARDS,
     UNKNOWN_REGARD,
-    BeforeAfterHook,
     CooccurrenceCounts,
-    CountsHook,
-    consume_into,
 )
 from fairstream.stats.examples import DroppedExamples
+from fairstream.stats.hooks import BeforeAfterHook, CountsHook, consume_into
 from fairstream.stats.report import ReportPaths, write_report
 from fairstream.stats.scores import (
     ClassScores,

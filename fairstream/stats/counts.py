@@ -38,15 +38,18 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fairstream.core.schema import REGARDS_POSITIVE_FIRST
-from fairstream.errors import FairStreamError, InvalidDocumentError
+from fairstream.errors import FairStreamError
 from fairstream.io import atomic_write
+from fairstream.stats import words as word_filter
+
+if TYPE_CHECKING:
+    from fairstream.stats.hooks import CountsHook
 
 logger = logging.getLogger(__name__)
 
@@ -58,40 +61,6 @@ DEFAULT_PRUNE_EVERY = 100_000
 WHICH = ("kept", "all")
 
 Key = tuple[str, str, str]  # (attribute class, keyword, regard label)
-
-# NLTK's word tokenizer splits clitics off ("don't" -> "do", "n't"); they are function words.
-CLITICS = frozenset({"'s", "n't", "'re", "'ve", "'ll", "'d", "'m", "\u2019s", "n\u2019t", "'t"})
-
-
-def _wordset(*lines: str) -> frozenset[str]:
-    return frozenset(w for line in lines for w in line.split())
-
-
-# Used only when NLTK's stopwords corpus is not installed (a warning says so).
-BUILTIN_STOPWORDS = _wordset(
-    "a about above after again against all am an and any are as at be because been before being below",
-    "between both but by can could did do does doing down during each few for from further had has",
-    "have having he her here hers herself him himself his how i if in into is it its itself just me",
-    "more most my myself no nor not now of off on once only or other our ours ourselves out over own",
-    "same she should so some such than that the their theirs them themselves then there these they",
-    "this those through to too under until up very was we were what when where which while who whom",
-    "why will with would you your yours yourself yourselves s t d ll m o re ve y don didn doesn isn",
-    "wasn weren won",
-)
-
-NLTK_STOPWORDS_FIX = (
-    "set NLTK_DATA to a folder that holds corpora/stopwords (e.g. ../shared/data/nltk_data), "
-    "or run: python -m nltk.downloader stopwords"
-)
-
-_HAS_ALNUM = re.compile(r"[^\W_]")
-_HAS_ALPHA = re.compile(r"[^\W\d_]")
-
-
-def _nltk_stopwords(language: str) -> frozenset[str]:
-    from nltk.corpus import stopwords
-
-    return frozenset(stopwords.words(language))
 
 
 class CooccurrenceCounts:
@@ -159,7 +128,7 @@ class CooccurrenceCounts:
             return "none", None, frozenset()
         if isinstance(spec, str):
             if spec in ("builtin", "builtin:english"):
-                return "builtin:english", None, BUILTIN_STOPWORDS | CLITICS
+                return "builtin:english", None, word_filter.BUILTIN_STOPWORDS | word_filter.CLITICS
             if spec.startswith("nltk:"):
                 if not spec[5:]:
                     raise ValueError(f"stopwords={spec!r} needs a language, e.g. 'nltk:english'")
@@ -167,36 +136,36 @@ class CooccurrenceCounts:
             if spec == "custom":
                 raise ValueError("stopwords='custom' needs the list itself: pass an iterable of words")
             try:
-                return f"nltk:{spec}", None, _nltk_stopwords(spec) | CLITICS
+                return f"nltk:{spec}", None, word_filter.nltk_stopwords(spec) | word_filter.CLITICS
             except LookupError:
                 if spec != "english":
                     raise ValueError(
-                        f"stopwords={spec!r}: NLTK stopwords for {spec!r} not found; {NLTK_STOPWORDS_FIX}"
+                        f"stopwords={spec!r}: NLTK stopwords for {spec!r} not found; {word_filter.NLTK_STOPWORDS_FIX}"
                     ) from None
                 logger.warning(
                     "NLTK stopwords not found; using fairstream's built-in English list (%d words). "
                     "Counts made this way do not merge with counts that used NLTK's list. To use NLTK's: %s",
-                    len(BUILTIN_STOPWORDS),
-                    NLTK_STOPWORDS_FIX,
+                    len(word_filter.BUILTIN_STOPWORDS),
+                    word_filter.NLTK_STOPWORDS_FIX,
                 )
-                return "builtin:english", None, BUILTIN_STOPWORDS | CLITICS
+                return "builtin:english", None, word_filter.BUILTIN_STOPWORDS | word_filter.CLITICS
             except OSError:
                 raise ValueError(
                     f"stopwords={spec!r} is not a language of NLTK's stopwords corpus; pass e.g. 'english', "
                     "'builtin', None or a list of words"
                 ) from None
         words = tuple(sorted({str(w).lower() for w in spec}))
-        return "custom", words, frozenset(words) | CLITICS
+        return "custom", words, frozenset(words) | word_filter.CLITICS
 
     def _stopset(self) -> frozenset[str]:
         if self._stop is None:
             language = self._stop_name[5:]
             try:
-                self._stop = _nltk_stopwords(language) | CLITICS
+                self._stop = word_filter.nltk_stopwords(language) | word_filter.CLITICS
             except (LookupError, OSError):
                 raise FairStreamError(
                     f"these counts were made with NLTK's {language!r} stopwords, which are not installed "
-                    f"here; counting on would change the word filter: {NLTK_STOPWORDS_FIX}"
+                    f"here; counting on would change the word filter: {word_filter.NLTK_STOPWORDS_FIX}"
                 ) from None
         return self._stop
 
@@ -235,10 +204,10 @@ class CooccurrenceCounts:
             if len(word) < min_len:
                 continue
             if not word.isalpha():
-                if _HAS_ALNUM.search(word) is None:
+                if word_filter.HAS_ALNUM.search(word) is None:
                     if self.drop_punctuation:
                         continue
-                elif not self.keep_numbers and _HAS_ALPHA.search(word) is None:
+                elif not self.keep_numbers and word_filter.HAS_ALPHA.search(word) is None:
                     continue
             if stop and (word if self.lowercase else word.lower()) in stop:
                 continue
@@ -274,7 +243,7 @@ class CooccurrenceCounts:
         Raises:
             ValueError: A regard label is not one of the allowed values.
         """
-        triples = _parse_attributes(attributes)
+        triples = parse_attributes(attributes)
         if not triples:
             return 0
         words = (
@@ -333,6 +302,8 @@ class CooccurrenceCounts:
         """
         if which not in WHICH:
             raise ValueError(f"which={which!r} is not one of {WHICH}")
+        from fairstream.stats.hooks import consume_into
+
         return consume_into(text, annotation, [(self, which)])[0]
 
     def hook(self, which: Literal["kept", "all"] = "kept") -> CountsHook:
@@ -342,6 +313,8 @@ class CooccurrenceCounts:
         """
         if which not in WHICH:
             raise ValueError(f"which={which!r} is not one of {WHICH}")
+        from fairstream.stats.hooks import CountsHook
+
         return CountsHook(self, which)
 
     def prune(self) -> None:
@@ -525,7 +498,8 @@ class CooccurrenceCounts:
         payload = json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if path.suffix == ".gz":
             payload = gzip.compress(payload, mtime=0)
-        atomic_write_bytes(path, payload)
+        with atomic_write(path, "wb") as fh:
+            fh.write(payload)
         return path
 
     @classmethod
@@ -627,7 +601,7 @@ class CooccurrenceCounts:
 _REGARD_RANK = {"negative": 0, "positive": 1, "neutral": 2, UNKNOWN_REGARD: 3}
 
 
-def _parse_attributes(attributes: Iterable[tuple[str, str, str | None]]) -> dict[Key, int]:
+def parse_attributes(attributes: Iterable[tuple[str, str, str | None]]) -> dict[Key, int]:
     """One ``(class, keyword, regard label)`` per attribute with its number of mentions."""
     by_attr: dict[tuple[str, str], tuple[str, int]] = {}
     for item in attributes:
@@ -642,115 +616,3 @@ def _parse_attributes(attributes: Iterable[tuple[str, str, str | None]]) -> dict
         best, n = by_attr.get(attr, (label, 0))
         by_attr[attr] = (min(best, label, key=_REGARD_RANK.__getitem__), n + 1)
     return {(c, k, r): n for (c, k), (r, n) in by_attr.items()}
-
-
-def consume_into(
-    text: str,
-    annotation: Mapping[str, Any],
-    targets: Sequence[tuple[CooccurrenceCounts, Literal["kept", "all"]]],
-) -> list[int]:
-    """Count one annotated document into several counts, tokenizing each sentence once.
-
-    All targets must share one word filter (checked by :class:`BeforeAfterHook`).
-
-    Returns:
-        The number of sentences counted into each target.
-    """
-    if not targets:
-        raise ValueError("targets is empty: pass at least one (counts, which) pair")
-    for _, which in targets:
-        if which not in WHICH:
-            raise ValueError(f"which={which!r} is not one of {WHICH}")
-    where = f"document {annotation.get('doc_index')!r} (id={annotation.get('id')!r})"
-    sentences = annotation.get("sentences")
-    if not isinstance(sentences, list):
-        raise InvalidDocumentError(f"{where}: annotation field 'sentences' must be a list")
-    provenance = f"{annotation.get('taxonomy')}/{annotation.get('model')}"
-    doc_kept = annotation.get("doc_kept", True) is not False
-    for counts, which in targets:
-        if which == "all" or doc_kept:  # "kept" counts the documents the stream output
-            counts.totals["documents"] += 1
-            counts.provenance[provenance] += 1
-    counted = [0] * len(targets)
-    first = targets[0][0]
-    for i, sent in enumerate(sentences):
-        if not isinstance(sent, Mapping):
-            raise InvalidDocumentError(f"{where}: sentence {i} must be an object")
-        kept = bool(sent.get("kept"))
-        wanted = [j for j, (_, which) in enumerate(targets) if which == "all" or kept]
-        for j in wanted:
-            targets[j][0].totals["sentences_seen"] += 1
-        if not wanted:
-            continue
-        try:
-            triples = _parse_attributes(
-                (m["class"], m["keyword"], m.get("regard"))
-                for m in sent.get("mentions", ())
-                if m.get("person") is True
-            )
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise InvalidDocumentError(f"{where}: sentence {i} has a malformed mention ({exc!r})") from None
-        except ValueError as exc:
-            raise InvalidDocumentError(f"{where}: sentence {i}: {exc}") from None
-        if not triples:
-            continue
-        start, end = sent.get("start"), sent.get("end")
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text)):
-            raise InvalidDocumentError(
-                f"{where}: sentence {i} has offsets start={start!r}, end={end!r} outside the text "
-                f"(0..{len(text)}); pass the same text that was annotated"
-            )
-        tokens = sent.get("tokens")
-        words = first.filter_tokens(tokens) if isinstance(tokens, list) else first.tokenize(text[start:end])
-        for j in wanted:
-            targets[j][0]._add_words(words, triples)
-            counted[j] += 1
-    return counted
-
-
-class BeforeAfterHook:
-    """Stream hook counting every annotated sentence into ``before`` and kept ones into ``after``.
-
-    Same as ``[before.hook("all"), after.hook("kept")]`` but tokenizes each sentence once.
-
-    Raises:
-        ValueError: The two counts use different word filters.
-    """
-
-    def __init__(self, before: CooccurrenceCounts, after: CooccurrenceCounts) -> None:
-        before._check_compatible(after)
-        self.before = before
-        self.after = after
-
-    def __call__(self, text: str, annotation: Mapping[str, Any]) -> None:
-        """Count one document into both counts."""
-        consume_into(text, annotation, [(self.before, "all"), (self.after, "kept")])
-
-    def __repr__(self) -> str:
-        return f"BeforeAfterHook(before={self.before!r}, after={self.after!r})"
-
-
-class CountsHook:
-    """Callable ``(text, annotation) -> None`` feeding a stream's annotations to counts."""
-
-    def __init__(self, counts: CooccurrenceCounts, which: Literal["kept", "all"] = "kept") -> None:
-        self.counts = counts
-        self.which = which
-
-    def __call__(self, text: str, annotation: Mapping[str, Any]) -> None:
-        """Count one document (see :meth:`CooccurrenceCounts.consume`)."""
-        self.counts.consume(text, annotation, self.which)
-
-    def __repr__(self) -> str:
-        return f"CountsHook(which={self.which!r}, counts={self.counts!r})"
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`fairstream.io.atomic_write`)."""
-    with atomic_write(path, "wb") as fh:
-        fh.write(data)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write UTF-8 ``text`` to ``path`` atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))

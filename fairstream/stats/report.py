@@ -33,7 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fairstream.stats.counts import REGARDS, CooccurrenceCounts, atomic_write_bytes, atomic_write_text
+from fairstream.io import atomic_write
+from fairstream.stats.counts import REGARDS, CooccurrenceCounts
 from fairstream.stats.page import (
     Block,
     Cards,
@@ -537,14 +538,16 @@ def write_report(
     fig_paths = []
     for fig in figures:
         path = out / fig.relpath
-        atomic_write_bytes(path, fig.png)
+        with atomic_write(path, "wb") as fh:
+            fh.write(fig.png)
         fig_paths.append(path)
     counts_path = before.save(out / "counts.json")
     counts_after_path = after.save(out / "counts_after.json") if after is not None else None
     if after is None:
         (out / "counts_after.json").unlink(missing_ok=True)  # a stale one would contradict this report
     md_path, html_path = out / "report.md", out / "report.html"
-    atomic_write_text(md_path, render_markdown(blocks))
-    atomic_write_text(html_path, render_html(blocks, title))
+    for path, text in ((md_path, render_markdown(blocks)), (html_path, render_html(blocks, title))):
+        with atomic_write(path) as fh:
+            fh.write(text)
     logger.info("wrote bias report to %s (%d classes)", out, len(classes))
     return ReportPaths(md_path, html_path, counts_path, counts_after_path, tuple(fig_paths))
