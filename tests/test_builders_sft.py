@@ -590,7 +590,7 @@ def smollm2_dir() -> Path:
 @pytest.mark.slow
 def test_real_smollm2_builds_from_stories_and_generation(tmp_path: Path):
     """End to end with the real model: a tiny model's answers may be poor, the plumbing must be right."""
-    from fairstream.annotate import make_backend
+    from fairstream.llm import make_backend
 
     folder = smollm2_dir()
     backend = make_backend("transformers", str(folder), gguf_file=SMOLLM2_GGUF, max_new_tokens=40)

@@ -74,7 +74,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
             raise BuilderConfigError(
                 "--morphism upshift needs --llm-model (and --llm-backend, --llm-base-url)"
             )
-        from fairstream.annotate import make_backend
+        from fairstream.llm import make_backend
 
         backend = make_backend(
             args.llm_backend,

@@ -46,8 +46,8 @@ def _backend_options(p: argparse.ArgumentParser, max_new_tokens: int) -> None:
 
 
 def _make_backend(args: argparse.Namespace) -> object | None:
-    from fairstream.annotate import make_backend
     from fairstream.errors import FairStreamError
+    from fairstream.llm import make_backend
 
     if args.model is None:
         return None

@@ -28,8 +28,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fairstream.annotate import RAW_SEPARATOR, ChatBackend, Message, prepare_output
+from fairstream.annotate import RAW_SEPARATOR, prepare_output
 from fairstream.errors import FairStreamError, ShardError, option
+from fairstream.llm import ChatBackend, Message
 
 logger = logging.getLogger(__name__)
 

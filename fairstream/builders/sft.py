@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from fairstream.annotate import RAW_SEPARATOR, ChatBackend, Message, prepare_output
+from fairstream.annotate import RAW_SEPARATOR, prepare_output
 from fairstream.builders.genmo import STANCES, ask_stance
 from fairstream.builders.records import with_provenance, write_records
 from fairstream.builders.story_pairs import (
@@ -74,6 +74,7 @@ from fairstream.builders.story_pairs import (
     swap_text,
 )
 from fairstream.errors import FairStreamError, ShardError, option
+from fairstream.llm import ChatBackend, Message
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +230,7 @@ class ExploratoryBuilder:
     """Runs the four steps on items and appends one checkpoint line per item.
 
     Args:
-        backend: The chat model (``fairstream.annotate.make_backend``); ``None`` works only for
+        backend: The chat model (``fairstream.llm.make_backend``); ``None`` works only for
             story files that already carry stances, explanations and neutral explanations.
         seed: Seeds the per-attempt setting, theme and names (written into the provenance).
         retries: Follow-ups of a reply that cannot be parsed.

@@ -15,7 +15,7 @@ replaced whole.
 
 An optional content morphism makes the copies less repetitive: ``downshift`` keeps an extractive
 summary (the sentences with a substitution plus the highest-scoring others), ``upshift``
-paraphrases each copy with a chat model (``fairstream.annotate`` backends); a paraphrase that
+paraphrases each copy with a chat model (``fairstream.llm`` backends); a paraphrase that
 loses the substituted biaser is not used and is counted.
 """
 
@@ -281,7 +281,7 @@ class BiaserSubstitution:
             ``wsd=False`` to swap every keyword match (the paper's behaviour without a WSD step).
         wsd: Whether to ask the WSD model about each occurrence.
         morphism: ``"none"``, ``"downshift"`` (extractive summary) or ``"upshift"`` (paraphrase).
-        backend: A chat backend (``fairstream.annotate.make_backend``) for ``upshift``.
+        backend: A chat backend (``fairstream.llm.make_backend``) for ``upshift``.
         summary_ratio: Share of sentences kept by ``downshift`` (sentences with a substitution
             are always kept).
         include_originals: Also yield each source entry (with provenance and no changes).
