@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import Protocol
 
 from fairstream.candidates import CandidateExtractor, CandidateSentence, DocumentScan
+from fairstream.core.config import DEFAULT_CACHE_SIZE
 from fairstream.models.encoding import MentionInput
 from fairstream.models.runtime import JointModel, Prediction
 from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, SplitterName
 
 logger = logging.getLogger(__name__)
-
-# About 5-10 MB of sentences and predictions; enough for boilerplate that recurs across windows.
-DEFAULT_CACHE_SIZE = 16_384
 
 
 class MentionModel(Protocol):
