@@ -216,28 +216,10 @@ class TransformersBackend:
         return self.model if self.gguf_file is None else f"{self.model}#{self.gguf_file}"
 
     def _load(self) -> None:
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"the transformers backend needs torch and transformers ({exc}); "
-                "install them with: pip install 'fairstream[train]'"
-            ) from exc
-        kwargs: dict[str, Any] = {} if self.gguf_file is None else {"gguf_file": self.gguf_file}
-        try:
-            tokenizer: Any = AutoTokenizer.from_pretrained(self.model, **kwargs)
-            model: Any = AutoModelForCausalLM.from_pretrained(self.model, **kwargs)
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"loading {self.model_id} needs a missing package ({exc}); "
-                "install it with: pip install 'fairstream[train]'"
-            ) from exc
-        except (OSError, ValueError) as exc:
-            raise BackendError(f"cannot load the model {self.model_id}: {exc}") from exc
-        model.to(self.device)
-        model.eval()
-        self._torch, self._tokenizer, self._model = torch, tokenizer, model
+        import torch
+
+        self._tokenizer, self._model = load_causal_lm(self.model, self.gguf_file, self.device)
+        self._torch = torch
         logger.info("loaded %s on %s", self.model_id, self.device)
 
     def chat(self, messages: list[Message]) -> str:
@@ -264,6 +246,36 @@ class TransformersBackend:
             )
         new_tokens = output[0, inputs["input_ids"].shape[1] :]
         return str(tokenizer.decode(new_tokens, skip_special_tokens=True)).strip()
+
+
+def load_causal_lm(model: str, gguf_file: str | None = None, device: str = "cpu") -> tuple[Any, Any]:
+    """Tokenizer and causal LM (eval mode, on ``device``) from a local folder or a GGUF file in it.
+
+    Raises:
+        MissingDependencyError: torch/transformers (or the GGUF reader) are not installed.
+        BackendError: the model cannot be loaded; the message names it.
+    """
+    model_id = model if gguf_file is None else f"{model}#{gguf_file}"
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"language models need torch and transformers ({exc}); "
+            "install them with: pip install 'fairstream[train]'"
+        ) from exc
+    kwargs: dict[str, Any] = {} if gguf_file is None else {"gguf_file": gguf_file}
+    try:
+        tokenizer: Any = AutoTokenizer.from_pretrained(model, **kwargs)
+        lm: Any = AutoModelForCausalLM.from_pretrained(model, **kwargs)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"loading {model_id} needs a missing package ({exc}); install it with: pip install 'fairstream[train]'"
+        ) from exc
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"cannot load the model {model_id}: {exc}") from exc
+    lm.to(device)
+    lm.eval()
+    return tokenizer, lm
 
 
 def make_backend(

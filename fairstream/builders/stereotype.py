@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from fairstream.builders.substitute import BuilderConfigError
-from fairstream.errors import MissingDependencyError, ModelError
+from fairstream.errors import ModelError
+from fairstream.llm import BackendError, load_causal_lm
 
 logger = logging.getLogger(__name__)
 
@@ -163,25 +164,15 @@ class CausalLM:
 
     def _load(self) -> None:
         try:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"language models need transformers ({exc}): pip install 'fairstream[train]'"
+            tok, lm = load_causal_lm(self.model, self.gguf_file, self.device)
+        except BackendError as exc:
+            raise ModelError(
+                f"--model {self.model_id}: cannot load the causal LM ({exc.__cause__ or exc})"
             ) from exc
-        kwargs: dict[str, Any] = {} if self.gguf_file is None else {"gguf_file": self.gguf_file}
-        try:
-            tok: Any = AutoTokenizer.from_pretrained(self.model, **kwargs)
-            lm: Any = AutoModelForCausalLM.from_pretrained(self.model, **kwargs)
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"loading {self.model_id} needs a missing package ({exc}): pip install 'fairstream[train]'"
-            ) from exc
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"--model {self.model_id}: cannot load the causal LM ({exc})") from exc
         tok.padding_side = "left"
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
-        self._tok, self._lm = tok, lm.to(self.device).eval()
+        self._tok, self._lm = tok, lm
         logger.info("loaded %s on %s", self.model_id, self.device)
 
     def continue_texts(self, prompts: Sequence[str], progress: bool = False) -> list[str]:
