@@ -28,10 +28,6 @@ class CandidateSentence:
     mentions: list[Mention]
     tokens: list[str] = field(default_factory=list)  # NLTK word tokens (reused by the statistics sidecar)
 
-    def text(self, document: str) -> str:
-        """The sentence's text, cut from its document."""
-        return document[self.start : self.end]
-
 
 @dataclass
 class DocumentScan:
