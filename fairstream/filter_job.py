@@ -9,13 +9,18 @@ deletes the temporary files a killed run left behind.
 Each output shard is written under ``data/`` at its input's path relative to the inputs' common
 folder, in its input's format (``a/000.jsonl.gz`` -> ``data/a/000.jsonl.gz``, ``x.parquet`` ->
 ``data/x.parquet``), so no two inputs share an output.
+
+Each shard is streamed through ``fairstream.jobs.reader.ShardReader`` a look-ahead window at a
+time and its output written as it is read, to a temporary file beside the output that replaces it
+only when the shard is complete: memory does not grow with the shard, and an interrupted shard
+leaves no partial output.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +30,13 @@ from fairstream.core.step import FilterStep, output_document
 from fairstream.errors import FairStreamError, OutputError, option
 from fairstream.io import (
     atomic_write,
-    iter_records,
     list_shards,
     relative_names,
     remove_temp_files,
     write_documents,
     write_json,
 )
+from fairstream.jobs.reader import PARQUET_BATCH_ROWS, Record, ShardReader
 from fairstream.models.card import model_quality
 from fairstream.models.loader import load_model_for
 from fairstream.progress import Progress
@@ -44,9 +49,26 @@ logger = logging.getLogger(__name__)
 STATE_FILE = "_state.json"
 
 
-def _file_and_line(shard: Path, lines: list[int]) -> Callable[[int], str]:
-    """Name document ``i`` of a shard by its file and 1-based line (row for Parquet)."""
-    return lambda i: f"{shard}:{lines[i]}"
+def _windows(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
+    """The records in consecutive lists of ``size`` (the last may be shorter), read lazily."""
+    window: list[Record] = []
+    for rec in records:
+        window.append(rec)
+        if len(window) >= size:
+            yield window
+            window = []
+    if window:
+        yield window
+
+
+def _input_schema(reader: ShardReader) -> Any:
+    """A Parquet shard's columns, which its output keeps (``None``: JSON lines, or unreadable)."""
+    if not reader.is_parquet:
+        return None
+    try:
+        return reader.parquet_schema()
+    except Exception:  # a corrupt file: the reader reports it, the output's columns are inferred
+        return None
 
 
 class FilterJob:
@@ -99,20 +121,27 @@ class FilterJob:
     def _filtered(
         self,
         step: FilterStep,
-        docs: list[dict[str, Any]],
+        reader: ShardReader,
         hooks: list[Callable[[str, dict[str, Any]], None]],
-        locate: Callable[[int], str],
         on_window: Callable[[int], None],
     ) -> Iterator[Any]:
-        """The kept documents of one shard, filtered a look-ahead window at a time."""
-        window = self.config.lookahead
+        """The kept documents of one shard, read and filtered a look-ahead window at a time.
+
+        Only one window of the shard is in memory at a time: the reader is consumed as the
+        output is written.
+        """
         annotation_field = "fairstream" if self.annotate else None
-        for start in range(0, len(docs), window):
-            batch = docs[start : start + window]
-            results = step.process(batch, start=start, locate=locate)
+        for window in _windows(reader.records(), self.config.lookahead):
+            start = window[0].index
+            lines = {rec.index: rec.line for rec in window}
+            results = step.process(
+                [rec.data for rec in window],
+                start=start,
+                locate=lambda i, lines=lines: f"{reader.path}:{lines[i]}",  # type: ignore[misc]
+            )
             # the model's work is done a window at a time, before its first document comes out
-            on_window(start + len(batch))
-            for doc, result in zip(batch, results, strict=True):
+            on_window(window[-1].position)
+            for rec, result in zip(window, results, strict=True):
                 if result.error is not None:
                     continue
                 with_tokens = result.annotation_with_tokens()
@@ -120,7 +149,7 @@ class FilterJob:
                     hook(result.original, with_tokens)  # type: ignore[arg-type]
                 if result.kept:
                     yield output_document(
-                        doc, result, text_field=self.config.text_field, annotation_field=annotation_field
+                        rec.data, result, text_field=self.config.text_field, annotation_field=annotation_field
                     )
 
     def run(self) -> dict[str, Any]:
@@ -179,30 +208,27 @@ class FilterJob:
                 continue
             progress.note(name)
             shard_start = progress.n
-            skipped: list[str] = []
-            lines: list[int] = []
-            docs: list[dict[str, Any]] = []
-            for line, doc in iter_records(shard, on_error=self.config.on_error, skipped=skipped):
-                lines.append(line)
-                docs.append(doc)
+            reader = ShardReader(shard, on_error=self.config.on_error)
             shard_before, shard_after = CooccurrenceCounts(), CooccurrenceCounts()
-            per_doc = sizes[name] / max(1, len(docs))
             step = self._step()
             if controller_state is not None:
                 step.controller.load_state_dict(controller_state)
 
-            def on_window(n_done: int, start: float = shard_start, per_doc: float = per_doc) -> None:
-                progress.advance(max(0.0, start + n_done * per_doc - progress.n))
+            def on_window(position: int, start: float = shard_start) -> None:
+                progress.advance(max(0.0, start + position - progress.n))
 
             kept = self._filtered(
-                step,
-                docs,
-                [BeforeAfterHook(shard_before, shard_after), examples],
-                _file_and_line(shard, lines),
-                on_window,
+                step, reader, [BeforeAfterHook(shard_before, shard_after), examples], on_window
             )
-            write_documents(out / "data" / name, kept)
+            # written as it is read, to a temporary file that replaces the output only when complete
+            write_documents(
+                out / "data" / name,
+                kept,
+                schema=_input_schema(reader),
+                batch_rows=PARQUET_BATCH_ROWS,
+            )
             progress.advance(shard_start + sizes[name] - progress.n)  # skipped documents, rounding
+            skipped = reader.skipped
             shard_stats = StreamStats.from_dict(step.stats())
             shard_stats.skipped.update(getattr(s, "reason", "bad-record") for s in skipped)
             problems += [str(s) for s in skipped if getattr(s, "reason", "") == "unreadable-shard"]

@@ -300,19 +300,92 @@ def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
     return n
 
 
-def write_parquet(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
-    """Write records as one Parquet table (columns inferred from the records), atomically."""
+def write_parquet(
+    path: str | Path,
+    records: Iterable[dict[str, Any]],
+    *,
+    schema: Any = None,
+    batch_rows: int | None = None,
+) -> int:
+    """Write records as Parquet, atomically; returns the count.
+
+    By default the records are read whole and the columns inferred from all of them. With
+    ``batch_rows`` they are written ``batch_rows`` at a time (bounded memory): the columns are
+    ``schema``'s (an Arrow schema, e.g. the input's) plus any other inferred from the first batch,
+    and a later batch that does not fit them raises ``OutputError``. An error raised by
+    ``records`` passes unchanged (and leaves no output).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = list(records)
-    with atomic_write(path, "wb") as f, _writing(Path(path)):
-        pq.write_table(pa.Table.from_pylist(rows), f)
-    return len(rows)
+    path = Path(path)
+    if batch_rows is None:
+        rows = list(records)
+        with atomic_write(path, "wb") as f, _writing(path):
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), f)
+        return len(rows)
+    n = 0
+    with atomic_write(path, "wb") as f:
+        writer: Any = None
+        try:
+            for rows in _batches(records, batch_rows):
+                if writer is None:
+                    schema = _extended_schema(rows, schema)
+                    with _writing(path):
+                        writer = pq.ParquetWriter(f, schema)
+                try:
+                    table = pa.Table.from_pylist(rows, schema=schema)
+                except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                    raise OutputError(
+                        f"{path}: records {n + 1}-{n + len(rows)} do not fit the columns of the first "
+                        f"{batch_rows} ({exc})"
+                    ) from exc
+                with _writing(path):
+                    writer.write_table(table)
+                n += len(rows)
+            if writer is None:  # no records: an empty table with the known columns
+                with _writing(path):
+                    pq.write_table(pa.Table.from_pylist([], schema=schema), f)
+        finally:
+            if writer is not None:
+                with _writing(path):
+                    writer.close()
+    return n
 
 
-def write_documents(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
-    """Write records in the format the name says (``.parquet``, else JSON lines); returns the count."""
+def _batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for rec in records:
+        batch.append(rec)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _extended_schema(rows: list[dict[str, Any]], schema: Any) -> Any:
+    """``schema`` (if any) followed by the columns of ``rows`` it lacks, their types inferred."""
+    import pyarrow as pa
+
+    inferred = pa.Table.from_pylist(rows).schema
+    if schema is None:
+        return inferred
+    return pa.schema(list(schema) + [f for f in inferred if f.name not in schema.names])
+
+
+def write_documents(
+    path: str | Path,
+    records: Iterable[dict[str, Any]],
+    *,
+    schema: Any = None,
+    batch_rows: int | None = None,
+) -> int:
+    """Write records in the format the name says (``.parquet``, else JSON lines); returns the count.
+
+    JSON lines are always written one record at a time; ``schema`` and ``batch_rows`` are
+    ``write_parquet``'s (``batch_rows`` streams Parquet too).
+    """
     if str(path).endswith(".parquet"):
-        return write_parquet(path, records)
+        return write_parquet(path, records, schema=schema, batch_rows=batch_rows)
     return write_jsonl(path, records)

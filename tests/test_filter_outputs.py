@@ -160,3 +160,46 @@ def test_progress_bar_eta_uses_the_average_rate():
     bar.close()
     assert term.getvalue().endswith("\n")  # the final bar stays on screen
     assert "500/1.00k" in term.getvalue().rsplit("\r", 1)[-1]
+
+
+def test_stream_scope_reads_a_shard_lazily_and_writes_it_incrementally(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch
+):
+    """Bounded memory: a shard is read at most one look-ahead window ahead of its output, and the
+    output grows in a temporary file that replaces the real one only when the shard is done."""
+    from fairstream import filter_job
+    from fairstream.core.config import FilterConfig
+    from fairstream.jobs.reader import ShardReader
+
+    n, window = 120, 8
+    shard = write(tmp_path / "in" / "big.jsonl.gz", docs("big", n))
+    target = tmp_path / "out" / "data" / shard.name
+    read = 0
+    records = ShardReader.records
+
+    def counting(self: ShardReader, start: int = 0):
+        nonlocal read
+        for rec in records(self, start):
+            read += 1
+            yield rec
+
+    ahead: list[int] = []
+    write_documents = filter_job.write_documents
+
+    def watching(path: Path, kept, **kw):
+        def watched():
+            for doc in kept:
+                # documents read beyond this one: at most what the look-ahead window holds
+                ahead.append(read - (int(doc["id"].split("-")[1]) + 1))
+                assert not target.exists() and list(target.parent.glob(f".{shard.name}.*.tmp"))
+                yield doc
+
+        return write_documents(path, watched(), **kw)
+
+    monkeypatch.setattr(ShardReader, "records", counting)
+    monkeypatch.setattr(filter_job, "write_documents", watching)
+    config = FilterConfig(model=str(tiny_model_dir), cap=1, lookahead=window)
+    filter_job.FilterJob([shard], tmp_path / "out", config, report=False, progress=False).run()
+    assert read == n and len(ahead) == len(read_ids(target)) > n // 2
+    assert max(ahead) < window, max(ahead)
+    assert not list(target.parent.glob("*.tmp"))
