@@ -255,6 +255,8 @@ def _filter_global(args: argparse.Namespace, job_config: Any) -> int:
         from_annotations=job_config.from_annotations,
         ray_address=job_config.ray_address,
         progress=not args.no_progress,
+        report=not args.no_report,
+        report_settings=_vocabulary_settings(args),
     )
     summary = job.run()
     print(format_job_summary(summary))

@@ -154,7 +154,8 @@ class FilterJob:
 
     def run(self) -> dict[str, Any]:
         """Filter every shard not finished yet; return the summary."""
-        from fairstream.stats import BeforeAfterHook, CooccurrenceCounts
+        from fairstream.stats import CooccurrenceCounts
+        from fairstream.stats.outputs import run_hooks, write_run_outputs
 
         out = self.output_dir
         try:
@@ -217,9 +218,7 @@ class FilterJob:
             def on_window(position: int, start: float = shard_start) -> None:
                 progress.advance(max(0.0, start + position - progress.n))
 
-            kept = self._filtered(
-                step, reader, [BeforeAfterHook(shard_before, shard_after), examples], on_window
-            )
+            kept = self._filtered(step, reader, run_hooks(shard_before, shard_after, examples), on_window)
             # written as it is read, to a temporary file that replaces the output only when complete
             write_documents(
                 out / "data" / name,
@@ -255,9 +254,6 @@ class FilterJob:
         # problems: what was lost beyond single records (unreadable rests of shards), named
         stats_dict = {**stats.to_dict(), "run": run_info, "problems": problems}
         write_json(out / "stats.json", stats_dict)
-        write_json(out / "examples.json", examples.to_dict())
-        before.save(out / "counts_before.json")
-        after.save(out / "counts_after.json")
         summary: dict[str, Any] = {
             "output_dir": str(out),
             "stats": stats_dict,
@@ -265,18 +261,17 @@ class FilterJob:
             "shards": len(self.shards),
             "problems": problems,
         }
-        if self.report:
-            from fairstream.stats import write_report
-
-            paths = write_report(
-                before,
-                after,
-                out / "report",
-                stream_stats=stats_dict,
-                examples=examples.to_dict(),
-                **self.report_settings,
-            )
-            summary["report"] = [str(paths.html), str(paths.markdown)]
+        report = write_run_outputs(
+            out,
+            before,
+            after,
+            examples,
+            stats_dict,
+            report=self.report,
+            report_settings=self.report_settings,
+        )
+        if report:
+            summary["report"] = report
         with atomic_write(out / "summary.txt") as f:
             f.write(format_summary(summary) + "\n")
         return summary

@@ -49,7 +49,9 @@ class AttributeRow:
         """Why the attribute is above its cap ("" when it is not)."""
         if not self.over_cap:
             return ""
-        if self.warmup is not None and self.kept < self.warmup:
+        if self.warmup is None:  # no warm-up (global scope, whose plan should leave none above)
+            return f"{self.negative_after} negative of {self.kept} kept"
+        if self.kept < self.warmup:
             return f"under warm-up ({self.kept} kept < {self.warmup})"
         return f"{self.kept} kept >= warm-up {self.warmup}: parallel workers each have their own warm-up"
 
@@ -110,12 +112,21 @@ def share_text(value: float) -> str:
     return f"{100 * value:.3g}%"
 
 
+#: What ``--cap-scope global`` guarantees, in the words of the summary and the report.
+GLOBAL_GUARANTEE = (
+    "global scope: every attribute ends at or under its cap, small ones included, because pass 2 "
+    "decides over the whole corpus (no warm-up)"
+)
+
+
 def cap_text(run: Mapping[str, Any]) -> str:
     """The cap setting in words."""
     warmup = run.get("warmup")
     text = f"negative regard <= {share_text(run['cap'])} of each attribute's person sentences"
     if run.get("caps"):
         text += " (" + ", ".join(f"{k} {share_text(v)}" for k, v in sorted(run["caps"].items())) + ")"
+    if run.get("cap_scope") == "global":
+        return text + "; " + GLOBAL_GUARANTEE
     if warmup == 0:
         return text + "; strict (warm-up 0: holds from the first sentence)"
     return text + f"; warm-up {warmup} (an attribute with fewer kept sentences may end above it)"

@@ -102,3 +102,82 @@ def test_counts_equal_stats_json_with_either_granularity(
         a = stats["attributes"][kw]
         assert {r: before.sentence_count(cls, kw, r) for r in REGARDS} == a["before"], kw
         assert {r: after.sentence_count(cls, kw, r) for r in REGARDS} == a["after"], kw
+
+
+def test_global_scope_report_and_counts_equal_stats_json_and_the_plan(tmp_path: Path) -> None:
+    """``--cap-scope global``: the report, the co-occurrence counts, stats.json and plan.json agree,
+    on small real shards (jsonl, gzip, Parquet) and the shipped model; --no-report writes none."""
+    from fairstream.core.config import FilterConfig
+    from fairstream.jobs import GlobalCapJob
+    from fairstream.summary import GLOBAL_GUARANTEE
+    from tests.test_jobs import corpus_docs, write_shards
+
+    shards = write_shards(tmp_path, corpus_docs(48))
+    out = tmp_path / "global"
+    settings = {"min_attribute_share": 0.1}
+    job = GlobalCapJob(
+        [shards], out, FilterConfig(cap=0.01), workers=1, progress=False, report_settings=settings
+    )
+    summary = job.run()
+    stats = json.loads((out / "stats.json").read_text())
+    plan = json.loads((out / "plan.json").read_text())
+    c = stats["counters"]
+    before = CooccurrenceCounts.load(out / "counts_before.json")
+    after = CooccurrenceCounts.load(out / "counts_after.json")
+    assert stats["run"]["cap_scope"] == "global" and stats["run"]["cap"] == 0.01
+
+    # the stream's counters equal pass 3's counts
+    assert c["docs_in"] == stats["counts"]["documents"] == 48
+    assert (c["docs_out"], c.get("docs_dropped", 0)) == (stats["counts"]["kept"], stats["counts"]["dropped"])
+    assert c["sentences_dropped"] == stats["counts"]["sentences_dropped"] > 0
+    # counts: documents and sentences in and out
+    assert before.totals["documents"] == c["docs_in"] - sum(stats["skipped"].values())
+    assert after.totals["documents"] == c["docs_out"]
+    assert before.totals["sentences_seen"] == c["sentences_candidate"]
+    assert after.totals["sentences_seen"] == c["sentences_candidate"] - c["sentences_dropped"]
+    # every attribute, by regard, before and after: counts == stats.json == the plan
+    in_counts = {kw: cls for cls, kw in before.attributes()}
+    rows = attribute_rows(stats)
+    assert (
+        {r.keyword for r in rows}
+        == set(in_counts)
+        == {kw for kw, v in plan["before"].items() if sum(v.values())}
+    )
+    for r in rows:
+        a, cls = stats["attributes"][r.keyword], in_counts[r.keyword]
+        assert (
+            {g: before.sentence_count(cls, r.keyword, g) for g in REGARDS}
+            == a["before"]
+            == plan["before"][r.keyword]
+        )
+        assert (
+            {g: after.sentence_count(cls, r.keyword, g) for g in REGARDS}
+            == a["after"]
+            == plan["kept"].get(r.keyword, dict.fromkeys(REGARDS, 0))  # none kept: not in the plan
+        )
+        assert not r.over_cap, r  # the global guarantee, small attributes included
+    examples = json.loads((out / "examples.json").read_text())["examples"]
+    assert examples and all(len(v) <= 3 for v in examples.values())
+
+    # the report: headline, the guarantee, every attribute's row
+    md = (out / "report" / "report.md").read_text(encoding="utf-8")
+    assert summary["report"] == [str(out / "report" / "report.html"), str(out / "report" / "report.md")]
+    assert (
+        f"Kept {c['docs_out']:,} of {c['docs_in']:,} documents; dropped {c['sentences_dropped']:,} of "
+        f"{c['sentences_candidate']:,} judged sentences" in md
+    )
+    assert "every attribute within the 1% cap" in md and GLOBAL_GUARANTEE in md
+    for r in rows:
+        cells = [r.keyword, r.person_sentences, pct(r.negative_before, r.person_sentences), r.kept,
+                 pct(r.negative_after, r.kept), r.dropped]  # fmt: skip
+        assert "| " + " | ".join(map(str, cells)) + " | " in md, r
+    assert "report: " in (out / "summary.txt").read_text()
+
+    # --no-report: a second cap from the same annotations writes neither report nor its counts
+    bare = tmp_path / "bare"
+    GlobalCapJob(
+        [shards], bare, FilterConfig(cap=0.05), workers=1, progress=False, from_annotations=out, report=False
+    ).run()
+    assert (bare / "stats.json").is_file() and (bare / "data").is_dir()
+    assert not any((bare / f).exists() for f in ("report", "counts_before.json", "examples.json"))
+    assert "counters" not in json.loads((bare / "stats.json").read_text())

@@ -35,7 +35,8 @@ logger = logging.getLogger(__name__)
 _DROPPED: dict[str, set[tuple[str, int]]] = {}
 
 
-def _dropped(plan_file: str) -> set[tuple[str, int]]:
+def dropped_units(plan_file: str) -> set[tuple[str, int]]:
+    """The units ``plan.json`` drops, read once per worker process."""
     if plan_file not in _DROPPED:  # once per worker process
         plan = json.loads(Path(plan_file).read_text(encoding="utf-8"))
         _DROPPED.clear()
@@ -55,7 +56,7 @@ def apply_shard(task: Mapping[str, Any], report: Report | None = None) -> dict[s
     if done.is_file():
         return dict(json.loads(done.read_text(encoding="utf-8")))
     config = task_config(task)
-    dropped = _dropped(task["plan"])
+    dropped = dropped_units(task["plan"])
     reader = ShardReader(task["shard"], on_error=config.on_error)
     suffix = ".parquet" if reader.is_parquet else ".jsonl"
     schema = reader.parquet_schema() if reader.is_parquet else None
@@ -65,7 +66,7 @@ def apply_shard(task: Mapping[str, Any], report: Report | None = None) -> dict[s
     counts: dict[str, Any] = dict(
         ck.get("counts", {"documents": 0, "kept": 0, "dropped": 0, "sentences_dropped": 0, "modified": 0})
     )
-    attrs = _attribute_lines(Path(task["annotations"]), name, start)
+    attrs = attribute_lines(Path(task["annotations"]), name, start)
     every = int(task["every"])
     last_pos = start_pos = int(ck.get("position", 0))
     rows: list[dict[str, Any]] = []
@@ -102,7 +103,8 @@ def apply_shard(task: Mapping[str, Any], report: Report | None = None) -> dict[s
     return result
 
 
-def _attribute_lines(annotations: Path, name: str, start: int) -> Iterator[dict[str, Any]]:
+def attribute_lines(annotations: Path, name: str, start: int) -> Iterator[dict[str, Any]]:
+    """The lines of a shard's attribute file from the ``start``-th on, parsed."""
     path = attributes_path(annotations, name)
     if not path.is_file():
         raise FairStreamError(f"{path}: no annotations for shard {name}; run pass 1 (--annotate-only) first")
@@ -124,25 +126,36 @@ def _apply(
     if "error" in attr:  # a record the filter skipped in pass 1 is not written (as in stream scope)
         counts["dropped"] += 1
         return None
-    key = attr["id"]
     ann = attr["fairstream"]
     text = doc[text_field]
-    if granularity == "document":
-        if document_unit(sentence_units(ann)) and (key, 0) in dropped:
-            counts["dropped"] += 1
-            counts["sentences_dropped"] += len(ann["sentences"])
-            return None
-        counts["kept"] += 1
-        return doc
-    spans = [(s["start"], s["end"]) for i, s in enumerate(ann["sentences"]) if (key, i) in dropped]
-    if not spans:
-        counts["kept"] += 1
-        return doc
-    counts["sentences_dropped"] += len(spans)
-    new_text = remove_spans(text, spans)
-    if not new_text.strip():
+    kept, doc_kept = kept_sentences(ann, attr["id"], dropped, granularity, text)
+    n_dropped = kept.count(False)
+    counts["sentences_dropped"] += n_dropped
+    if not doc_kept:
         counts["dropped"] += 1
         return None
     counts["kept"] += 1
+    if granularity == "document" or not n_dropped:  # a kept document is whole
+        return doc
     counts["modified"] += 1
-    return {**doc, text_field: new_text}
+    spans = [(s["start"], s["end"]) for s, k in zip(ann["sentences"], kept, strict=True) if not k]
+    return {**doc, text_field: remove_spans(text, spans)}
+
+
+def kept_sentences(
+    ann: Mapping[str, Any], key: str, dropped: set[tuple[str, int]], granularity: str, text: str
+) -> tuple[list[bool], bool]:
+    """Which of a document's sentences the plan keeps, and whether the document is written.
+
+    With ``granularity="document"`` a planned document drops every sentence; with ``"sentence"``
+    a document is dropped when nothing but white space is left of it.
+    """
+    n = len(ann["sentences"])
+    if granularity == "document":
+        gone = bool(document_unit(sentence_units(ann))) and (key, 0) in dropped
+        return [not gone] * n, not gone
+    kept = [(key, i) not in dropped for i in range(n)]
+    if all(kept):
+        return kept, True
+    spans = [(s["start"], s["end"]) for s, k in zip(ann["sentences"], kept, strict=True) if not k]
+    return kept, bool(remove_spans(text, spans).strip())

@@ -7,6 +7,8 @@ Folder layout (``output_dir``)::
     plan.json                                pass 2: units dropped, counts before/after
     data/<shard>                             pass 3: the filtered shard, in its input's format
     stats.json, summary.txt                  the run's counts and settings
+    counts_before.json, counts_after.json,   the report's counts (as the stream scope writes them),
+    examples.json, report/                   counted after pass 3 (not with ``report=False``)
     _annotate.json, _apply.json              settings, checked on every rerun
     _parts/                                  checkpoints of shards in progress
 
@@ -32,6 +34,7 @@ from fairstream.jobs.apply_pass import apply_shard, done_path
 from fairstream.jobs.checkpoint import check_settings
 from fairstream.jobs.decide_pass import PLAN_FILE, decide, write_plan
 from fairstream.jobs.engines import TaskFn, make_engine
+from fairstream.jobs.report_pass import count_shard, counted_path
 from fairstream.jobs.tasks import ANNOTATION_SETTINGS, DECISION_SETTINGS, state_path
 from fairstream.progress import Progress
 
@@ -55,6 +58,10 @@ class GlobalCapJob:
         from_annotations: a folder written by an earlier pass 1 (skip pass 1).
         ray_address: the Ray cluster to use (default: a local Ray).
         progress: show one progress bar per pass.
+        report: after pass 3, count the shards as the stream scope does (``stats.json`` gets the
+            stream's ``counters``, ``attributes`` and ``run``) and write the counts, the dropped
+            examples and the Markdown/HTML report; ``report_settings`` are its vocabulary options.
+            ``False`` skips that extra read of the shards.
     """
 
     def __init__(
@@ -70,6 +77,8 @@ class GlobalCapJob:
         from_annotations: str | Path | None = None,
         ray_address: str | None = None,
         progress: bool = True,
+        report: bool = True,
+        report_settings: dict[str, Any] | None = None,
     ) -> None:
         self.config = config or FilterConfig()
         if annotate_only and from_annotations is not None:
@@ -95,6 +104,8 @@ class GlobalCapJob:
         self.annotate_only = annotate_only
         self.from_annotations = from_annotations is not None
         self.progress = progress
+        self.report = report
+        self.report_settings = report_settings or {}
 
     def settings(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Settings of pass 1 and of passes 2-3 (a changed one refuses a resume)."""
@@ -197,8 +208,61 @@ class GlobalCapJob:
                 "attributes_over_cap_after": _over_cap(plan["kept"], self.config),
             }
         )
-        write_json(out / "stats.json", {**summary, "before": plan["before"], "kept": plan["kept"]})
+        stats: dict[str, Any] = {**summary, "before": plan["before"], "kept": plan["kept"]}
+        if self.report:
+            stats.update(self._report(engine, tasks, timings, summary))
+        write_json(out / "stats.json", stats)
         return self._finish(summary)
+
+    def _report(
+        self, engine: Any, tasks: list[dict[str, Any]], timings: dict[str, Any], summary: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Count the filtered shards as the stream does; write counts, examples and the report.
+
+        Returns the stream's stats (``counters``, ``skipped``, ``attributes``, ``run``) for ``stats.json``.
+        """
+        from fairstream.core.stats import StreamStats
+        from fairstream.models.card import model_quality
+        from fairstream.models.runtime import default_model_dir
+        from fairstream.stats import CooccurrenceCounts, DroppedExamples
+        from fairstream.stats.outputs import write_run_outputs
+
+        out, c = self.output_dir, self.config
+        done = [counted_path(out, n).is_file() for n in self.names]
+        results, timings["report"] = self._pass("report: counting", count_shard, tasks, done, engine)
+        stats, examples = StreamStats(), DroppedExamples()
+        before, after = CooccurrenceCounts(), CooccurrenceCounts()
+        for r in results:  # in shard order, as the stream scope counts them
+            stats = stats + StreamStats.from_dict(r["stats"])
+            before = before + CooccurrenceCounts.from_dict(r["before"])
+            after = after + CooccurrenceCounts.from_dict(r["after"])
+            examples.extend(DroppedExamples.from_dict(r["examples"]))
+        cap_for = _cap_for(c)
+        model = next((r["model"] for r in results if r.get("model")), c.model)
+        run = {
+            "cap_scope": "global",
+            "cap": c.cap,
+            # per attribute keyword (a class's cap resolved), as the summary and the report look them up
+            "caps": {kw: cap for kw in sorted(stats.attributes) if (cap := cap_for(kw)) != c.cap},
+            "granularity": c.granularity,
+            "seed": c.seed,
+            "model": model,
+            "taxonomy": next((r["taxonomy"] for r in results if r.get("taxonomy")), c.taxonomy),
+            "shards": [str(s) for s in self.shards],
+            "model_quality": model_quality(Path(c.model) if c.model else default_model_dir()),
+        }
+        stream_stats = {**stats.to_dict(), "run": run, "problems": summary["problems"]}
+        report = write_run_outputs(
+            out,
+            before,
+            after,
+            examples,
+            stream_stats,
+            report=True,
+            report_settings=self.report_settings,
+        )
+        summary["report"] = report
+        return stream_stats
 
     def _finish(self, summary: dict[str, Any]) -> dict[str, Any]:
         with atomic_write(self.output_dir / "summary.txt") as f:
@@ -206,10 +270,15 @@ class GlobalCapJob:
         return summary
 
 
-def _over_cap(counts: dict[str, dict[str, int]], config: FilterConfig) -> list[str]:
+def _cap_for(config: FilterConfig) -> Any:
     from fairstream.core.cap import CapController
+    from fairstream.taxonomy import Taxonomy
 
-    cap_for = CapController(config.cap, caps=config.caps).cap_for
+    return CapController(config.cap, caps=config.caps, taxonomy=Taxonomy.load(config.taxonomy)).cap_for
+
+
+def _over_cap(counts: dict[str, dict[str, int]], config: FilterConfig) -> list[str]:
+    cap_for = _cap_for(config)
     over = []
     for kw, c in sorted(counts.items()):
         total = sum(c.values())
@@ -247,6 +316,8 @@ def format_job_summary(summary: dict[str, Any]) -> str:
             f"  annotations: {summary['output_dir']}/attributes (filter with {option('from_annotations')} "
             f"{summary['output_dir']})"
         )
+    for p in summary.get("report", []):
+        lines.append(f"  report: {p}")
     for p in summary.get("problems", []):
         lines.append(f"  lost: {p}")
     return "\n".join(lines)

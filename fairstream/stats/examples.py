@@ -75,6 +75,14 @@ class DroppedExamples:
                     }
                 )
 
+    def extend(self, other: DroppedExamples) -> None:
+        """Add ``other``'s examples after these (as if its documents came next), up to the limit."""
+        for kw, items in other.examples.items():
+            found = self.examples.setdefault(kw, [])
+            for e in items:
+                if len(found) < self.per_attribute and all(f["text"] != e["text"] for f in found):
+                    found.append(dict(e))
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data."""
         return {"per_attribute": self.per_attribute, "max_chars": self.max_chars, "examples": self.examples}

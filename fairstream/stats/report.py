@@ -309,17 +309,13 @@ def _headline_blocks(
         ),
     ]
     if run:
-        strict = run.get("warmup") == 0
-        cards.append(
-            (
-                "negative-regard cap",
-                f"{share_text(run['cap'])} per attribute",
-                "strict: holds from the first sentence"
-                if strict
-                else f"holds after {run.get('warmup')} kept sentences",
-                "",
-            )
-        )
+        if run.get("cap_scope") == "global":
+            holds = "global scope: every attribute at or under it, small ones included"
+        elif run.get("warmup") == 0:
+            holds = "strict: holds from the first sentence"
+        else:
+            holds = f"holds after {run.get('warmup')} kept sentences"
+        cards.append(("negative-regard cap", f"{share_text(run['cap'])} per attribute", holds, ""))
         cards.append(
             (
                 "attributes above the cap",
@@ -357,7 +353,15 @@ def _headline_blocks(
             ]
         )
     )
-    if over:
+    if over and run.get("cap_scope") == "global":
+        blocks.append(
+            Para(
+                f"{len(over)} attribute{'s' if len(over) != 1 else ''} ended above the cap, which the global "
+                "scope should never allow: check that stats.json and plan.json come from the same run.",
+                "warn",
+            )
+        )
+    elif over:
         blocks.append(
             Para(
                 f"{len(over)} attribute{'s' if len(over) != 1 else ''} ended above the cap: the cap holds once an "
@@ -367,6 +371,7 @@ def _headline_blocks(
                 "warn",
             )
         )
+    if over:
         blocks.append(
             Table(
                 ["attribute", "kept person sentences", "negative after", "cap", "reason"],
