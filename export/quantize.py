@@ -84,14 +84,7 @@ def fp32_activation_reference(model: onnx.ModelProto) -> onnx.ModelProto:
     """
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
-    nodes = [onnx.NodeProto.FromString(n.SerializeToString()) for n in graph.node]
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    producers: dict[str, onnx.NodeProto] = {}
-    for node in nodes:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-        for name in node.output:
-            producers[name] = node
+    nodes, consumers, producers = _indexed_copy(graph)
     dropped: set[int] = set()
     swapped: dict[int, onnx.NodeProto] = {}
     for mm in nodes:
@@ -119,6 +112,21 @@ def fp32_activation_reference(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
+def _indexed_copy(
+    graph: onnx.GraphProto,
+) -> tuple[list[onnx.NodeProto], dict[str, list[onnx.NodeProto]], dict[str, onnx.NodeProto]]:
+    """Copies of the graph's nodes (stable identities while it is rebuilt), their readers and writers by tensor."""
+    nodes = [onnx.NodeProto.FromString(n.SerializeToString()) for n in graph.node]
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    producers: dict[str, onnx.NodeProto] = {}
+    for node in nodes:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+        for name in node.output:
+            producers[name] = node
+    return nodes, consumers, producers
+
+
 def _const(name: str, value: np.ndarray) -> onnx.TensorProto:
     return numpy_helper.from_array(value, name)
 
@@ -142,15 +150,7 @@ def per_row_activations(model: onnx.ModelProto) -> onnx.ModelProto:
     """
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
-    # copies held in a Python list: stable identities while the graph is rebuilt from them
-    nodes = [onnx.NodeProto.FromString(n.SerializeToString()) for n in graph.node]
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    producers: dict[str, onnx.NodeProto] = {}
-    for node in nodes:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-        for name in node.output:
-            producers[name] = node
+    nodes, consumers, producers = _indexed_copy(graph)
 
     new_nodes: list[onnx.NodeProto] = []
     replaced: set[int] = set()  # nodes re-emitted in fused form right after their quantizer
