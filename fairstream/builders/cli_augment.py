@@ -24,7 +24,11 @@ def _io_options(p: argparse.ArgumentParser, output_help: str) -> None:
     p.add_argument("input", help="records: .jsonl, .jsonl.gz or .parquet")
     p.add_argument("-o", "--output", required=True, help=output_help)
     p.add_argument("--text-field", default="text", help="field holding the text (default: %(default)s)")
-    p.add_argument("--limit", type=int, default=None, help="read at most this many records (default: all)")
+    _reading_options(p, "read at most this many records (default: all)")
+
+
+def _reading_options(p: argparse.ArgumentParser, limit_help: str) -> None:
+    p.add_argument("--limit", type=int, default=None, help=limit_help)
     p.add_argument(
         "--on-error",
         choices=["raise", "skip"],
@@ -282,14 +286,7 @@ def register(add: AddCommand) -> None:
         "--batch-size", type=int, default=32, help="texts per encoder batch (default: %(default)s)"
     )
     p.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
-    p.add_argument("--limit", type=int, default=None, help="read at most this many records per input")
-    p.add_argument(
-        "--on-error",
-        choices=["raise", "skip"],
-        default="raise",
-        help="raise: stop at a bad record, naming it; skip: count and skip it (default: %(default)s)",
-    )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _reading_options(p, "read at most this many records per input")
 
     p = add(
         "stereotype-score",
