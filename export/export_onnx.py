@@ -1,7 +1,12 @@
 """Export a trained joint model to ONNX (fp32, int8 for CPU, optionally fp16 for GPU).
 
     python -m export.export_onnx --run runs/joint --out fairstream/data/models/joint-v2 \
-        --name fairstream-joint-v2 [--fp16] [--parity-labels ../shared/data/labels/dev.jsonl]
+        --name fairstream-joint-v2 [--fp16] [--parity-labels ../shared/data/labels/dev.jsonl] \
+        [--regard-offsets NEG NEU POS]
+
+``--regard-offsets`` writes the regard decision rule, ``"regard_logit_offsets"``, into config.json:
+logit offsets added to the regard log-probabilities before the argmax (choose them by
+cross-validation with ``python -m export.decision_rule``; absent = zeros = the plain argmax).
 
 Why torch.onnx and not optimum's exporter: the model is a custom two-head cross-encoder with an
 extra ``target_mask`` input (the marked keyword's tokens), which is not one of the transformers
@@ -32,6 +37,8 @@ import torch
 from export.modeling import JointCrossEncoder
 from export.quantize import QUANTIZATION_TAG, quantize_int8
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
+from fairstream.errors import ModelError
+from fairstream.models.decision import REGARD_OFFSETS_KEY, parse_regard_offsets
 from fairstream.models.encoding import CONTEXT_CHARS, MARK_CLOSE, MARK_OPEN
 from fairstream.models.runtime import JointModel
 
@@ -80,8 +87,15 @@ def export_model(
     fp16: bool = False,
     keep_fp32: bool = False,
     parity_labels: Path | None = None,
+    regard_offsets: list[float] | tuple[float, ...] | None = None,
 ) -> dict:
-    """Export a training run folder to a fairstream model folder; returns the written config."""
+    """Export a training run folder to a fairstream model folder; returns the written config.
+
+    ``regard_offsets`` ([negative, neutral, positive]) is written as ``regard_logit_offsets``.
+    """
+    offsets = (
+        parse_regard_offsets(list(regard_offsets), "--regard-offsets") if regard_offsets is not None else None
+    )
     meta = json.loads((run / "train_meta.json").read_text())
     if threshold is None:
         threshold = meta.get("dev_best_threshold", 0.5)
@@ -107,6 +121,7 @@ def export_model(
             "wsd_threshold": round(float(threshold), 3),
             "wsd_labels": list(WSD_LABELS),
             "regard_labels": list(REGARD_LABELS),
+            **({REGARD_OFFSETS_KEY: list(offsets)} if offsets is not None else {}),
             "inputs": INPUTS,
             "marker_open": MARK_OPEN,
             "marker_close": MARK_CLOSE,
@@ -154,7 +169,21 @@ def main() -> None:
     ap.add_argument(
         "--parity-labels", type=Path, default=None, help="labels file for the int8 vs fp32 parity report"
     )
+    ap.add_argument(
+        "--regard-offsets",
+        type=float,
+        nargs=3,
+        metavar=("NEG", "NEU", "POS"),
+        default=None,
+        help="regard decision rule: logit offsets added before the argmax, written to config.json as "
+        f"{REGARD_OFFSETS_KEY} (choose them with python -m export.decision_rule; default: none, the argmax)",
+    )
     args = ap.parse_args()
+    if args.regard_offsets is not None:
+        try:
+            parse_regard_offsets(args.regard_offsets, "--regard-offsets")
+        except ModelError as exc:
+            ap.error(str(exc))
     export_model(
         args.run,
         args.out,
@@ -163,6 +192,7 @@ def main() -> None:
         fp16=args.fp16,
         keep_fp32=args.keep_fp32,
         parity_labels=args.parity_labels,
+        regard_offsets=args.regard_offsets,
     )
     if (args.out / "parity.json").is_file():
         print((args.out / "parity.json").read_text())

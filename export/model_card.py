@@ -18,16 +18,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _num(x: float | None) -> str:
+    """A score as in the card's tables; "n/a" where there is none (None, NaN, or not recorded)."""
+    return "n/a" if x is None or x != x else f"{x:.3f}"
+
+
 def fmt_metrics(m: dict) -> str:
     rf = m.get("regard_f1", {})
+    rp, rr = m.get("regard_precision", {}), m.get("regard_recall", {})
     return (
         f"| {m['n']} | {m['wsd_kappa']:.3f} | {m['wsd_f1']:.3f} | {m['regard_n']} | {m['regard_micro_f1']:.3f} | "
-        f"{m['regard_macro_f1']:.3f} | {rf.get('negative', float('nan')):.3f} / {rf.get('neutral', float('nan')):.3f} / "
-        f"{rf.get('positive', float('nan')):.3f} |"
+        f"{m['regard_macro_f1']:.3f} | {_num(rf.get('negative'))} / {_num(rf.get('neutral'))} / "
+        f"{_num(rf.get('positive'))} | {_num(m.get('negative_precision', rp.get('negative')))} | "
+        f"{_num(m.get('negative_recall', rr.get('negative')))} |"
     )
 
 
-HEADER = "| pairs | WSD kappa | WSD F1 (yes) | regard n | regard micro-F1 | regard macro-F1 | F1 neg / neu / pos |\n|---|---|---|---|---|---|---|"
+# negative precision / recall: the filter drops the sentences decided negative, so negative precision is
+# the share of its regard-driven drops that were right ("n/a": not recorded by older sweep results)
+HEADER = (
+    "| pairs | WSD kappa | WSD F1 (yes) | regard n | regard micro-F1 | regard macro-F1 | F1 neg / neu / pos "
+    "| negative precision | negative recall |\n|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def cross_validated(runs: list[Path], dev_path: Path, threshold: float) -> tuple[dict, list[dict]]:
@@ -69,12 +81,65 @@ def sweep_rows(files: list[Path], names: list[str]) -> list[str]:
         for k in ("wsd_kappa", "wsd_f1", "regard_micro_f1", "regard_macro_f1")
     }
     mean["regard_f1"] = {k: sum(d["regard_f1"][k] for d in devs) / len(devs) for k in devs[0]["regard_f1"]}
+    for k in ("negative_precision", "negative_recall"):
+        vals = [d.get(k) for d in devs]
+        mean[k] = sum(vals) / len(vals) if all(v is not None for v in vals) else None
     mean["n"], mean["regard_n"] = devs[0]["n"], devs[0]["regard_n"]
     rows.append("| **mean** " + fmt_metrics(mean))
     return rows
 
 
 SWEEP_HEADER = "| run " + HEADER.split("\n")[0] + "\n|---" + HEADER.split("\n")[1]
+
+
+def regard_rule_line(cfg: dict) -> str:
+    """The card's bullet on the regard decision rule (config.json's ``regard_logit_offsets``)."""
+    offsets = cfg.get("regard_logit_offsets")
+    if not offsets or not any(offsets):
+        return "* **Regard decision:** argmax of the regard probabilities (no `regard_logit_offsets` in config.json)."
+    return (
+        "* **Regard decision:** argmax of log P(regard) + `regard_logit_offsets` "
+        f"{[round(float(x), 3) for x in offsets]} (negative, neutral, positive; chosen by cross-validation with "
+        "`python -m export.decision_rule`). The reported probabilities are the model's own; only the "
+        "decision, which the filter's drops follow, uses the offsets."
+    )
+
+
+def decision_rule_section(dr: dict) -> list[str]:
+    """Table of ``export.decision_rule --json``: regard scores with and without the rule, per run."""
+    head = (
+        "| run | rule | regard macro-F1 | F1 neg / neu / pos | negative precision | negative recall |\n"
+        "|---|---|---|---|---|---|"
+    )
+    lines = [
+        "",
+        f"### Regard decision rule: {dr['folds']}-fold cross-validation over the dev items",
+        "",
+        "Offsets added to the regard log-probabilities before the argmax, fitted by maximizing regard macro-F1 "
+        f"on the other folds' person items (grid [-{dr['grid']['limit']}, {dr['grid']['limit']}] step "
+        f"{dr['grid']['step']}, neutral fixed at 0, seed {dr['seed']}) and applied to the held-out fold; the "
+        "pooled held-out decisions are scored. Predictions of runs that held the dev set out.",
+        "",
+        head,
+    ]
+    rows = [(Path(r["run"]).name, r) for r in dr["runs"]]
+    if "mean" in dr:
+        rows.append(("**mean**", dr["mean"]))
+    for name, r in rows:
+        for label, key in (("argmax", "without_rule"), ("offsets (CV)", "with_rule_cv")):
+            m = r[key]
+            f1 = m["regard_f1"]
+            lines.append(
+                f"| {name} | {label} | {_num(m['regard_macro_f1'])} | "
+                f"{_num(f1['negative'])} / {_num(f1['neutral'])} / {_num(f1['positive'])} | "
+                f"{_num(m['negative_precision'])} | {_num(m['negative_recall'])} |"
+            )
+    fitted = dr["mean"]["offsets_fitted_on_all"] if "mean" in dr else dr["runs"][0]["offsets_fitted_on_all"]
+    lines += [
+        "",
+        f"Offsets fitted on all dev items: {[round(x, 3) for x in fitted]} (negative, neutral, positive).",
+    ]
+    return lines
 
 
 def main() -> None:
@@ -97,6 +162,12 @@ def main() -> None:
         "--cv", type=Path, nargs="*", default=[], help="run folders of a --dev-folds cross-validation"
     )
     ap.add_argument("--dev", type=Path, default=Path("../shared/data/labels/dev.jsonl"))
+    ap.add_argument(
+        "--decision-rule",
+        type=Path,
+        default=None,
+        help="python -m export.decision_rule --json output: the regard rule's cross-validated effect",
+    )
     args = ap.parse_args()
     cfg = json.loads((args.model / "config.json").read_text())
     if not args.heldout and not args.heldout_names:
@@ -122,6 +193,7 @@ def main() -> None:
         f"config.json; {size:.1f} MB. Runtime: onnxruntime + tokenizers + numpy.",
         f"* **Decision threshold:** P(WSD = yes) >= {cfg['wsd_threshold']} (not tuned: the kappa-best threshold "
         "on dev varied from 0.2 to 0.75 between runs for gains under 0.01).",
+        regard_rule_line(cfg),
         f"* **Training:** {json.dumps(cfg.get('training', {}))}",
         "",
         "## Quality",
@@ -171,6 +243,8 @@ def main() -> None:
             SWEEP_HEADER,
             *sweep_rows(args.sweep, args.cv_names),
         ]
+    if args.decision_rule:
+        lines += decision_rule_section(json.loads(args.decision_rule.read_text()))
     if args.eval_json:
         ev = json.loads(args.eval_json.read_text())
         lines += [

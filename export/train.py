@@ -36,6 +36,7 @@ from export.labels import load_bias_standoff, load_standoff
 from export.modeling import JointCrossEncoder
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.eval import score
+from fairstream.models.decision import NO_OFFSETS, regard_decisions
 from fairstream.models.encoding import MentionInput, encode_batch
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
 from fairstream.taxonomy import Taxonomy
@@ -248,10 +249,19 @@ def predict(model: JointCrossEncoder, tokenizer, pairs: list[LabelledPair], max_
     return wsd, reg
 
 
-def evaluate(wsd_p: np.ndarray, reg_p: np.ndarray, pairs: list[LabelledPair], threshold: float) -> dict:
-    """Score probabilities with the same metrics as ``fairstream eval-models``."""
+def evaluate(
+    wsd_p: np.ndarray,
+    reg_p: np.ndarray,
+    pairs: list[LabelledPair],
+    threshold: float,
+    regard_offsets: tuple[float, float, float] = NO_OFFSETS,
+) -> dict:
+    """Score probabilities with the same metrics and decision rule as ``fairstream eval-models``.
+
+    ``regard_offsets`` are a model's ``regard_logit_offsets`` (default zeros: the plain argmax).
+    """
     pred_wsd = ["yes" if w[1] >= threshold else "no" for w in wsd_p]
-    pred_regard = [REGARD_LABELS[int(r.argmax())] for r in reg_p]
+    pred_regard = regard_decisions(reg_p, regard_offsets)
     return score(pairs, pred_wsd, pred_regard)
 
 

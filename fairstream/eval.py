@@ -2,9 +2,17 @@
 
 WSD is scored as yes vs not-yes ("unsure" counts as not protected, as in the paper): Cohen's kappa
 and F1 of "yes". Regard is scored on the items whose *gold* WSD is yes: micro and macro F1 over
-negative / neutral / positive. Both are also broken down per attribute class. A score with no data
-(a label that occurs neither in the gold labels nor in the predictions, a slice without items) is
-``None``: JSON ``null``, "no data" in the table, never a made-up 0.0 or a NaN.
+negative / neutral / positive, and each class's precision and recall. Negative precision and recall
+are also named on their own (``negative_precision``, ``negative_recall``): the filter drops
+sentences decided negative, so negative precision is the share of its regard-driven drops that
+were right. Both tasks are also broken down per attribute class. A score with no data (a label
+that occurs neither in the gold labels nor in the predictions, a precision of a class never
+predicted, a recall of a class never in the gold labels, a slice without items) is ``None``: JSON
+``null``, "no data" in the table, never a made-up 0.0 or a NaN.
+
+The regard decision is the model's: the argmax of the log-probabilities plus its
+``regard_logit_offsets`` (``fairstream.models.decision``). With offsets, the result also holds
+``metrics_argmax``: the same scores with the plain argmax, so the rule's effect is visible.
 """
 
 from __future__ import annotations
@@ -18,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.core.schema import REGARD_LABELS
+from fairstream.models.decision import NO_OFFSETS, regard_index
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
-from fairstream.models.metrics import cohen_kappa, f1_scores
+from fairstream.models.metrics import cohen_kappa, f1_scores, precision_recall
 from fairstream.models.runtime import JointModel
 from fairstream.taxonomy import Taxonomy
 
@@ -38,13 +47,14 @@ def _defined_f1(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str])
 def score(
     pairs: Sequence[LabelledPair], pred_wsd: Sequence[str], pred_regard: Sequence[str | None]
 ) -> dict[str, Any]:
-    """WSD kappa/F1 and regard micro/macro F1 of predictions against gold pairs (``None``: no data)."""
+    """WSD kappa/F1 and regard micro/macro F1, per-class F1, precision and recall (``None``: no data)."""
     gold_w = ["yes" if p.wsd == "yes" else "not-yes" for p in pairs]
     pred_w = ["yes" if w == "yes" else "not-yes" for w in pred_wsd]
     yes = [i for i, p in enumerate(pairs) if p.wsd == "yes" and p.regard is not None]
     gold_r = [pairs[i].regard or "" for i in yes]
     pred_r = [pred_regard[i] or "neutral" for i in yes]
     f1r = _defined_f1(gold_r, pred_r, list(REGARD_LABELS))
+    pr = precision_recall(gold_r, pred_r, list(REGARD_LABELS))
     return {
         "n": len(pairs),
         "wsd_kappa": cohen_kappa(gold_w, pred_w) if pairs else None,
@@ -53,6 +63,11 @@ def score(
         "regard_micro_f1": f1r["micro"],
         "regard_macro_f1": f1r["macro"],
         "regard_f1": {k: f1r[k] for k in REGARD_LABELS},
+        "regard_precision": {k: pr[k][0] for k in REGARD_LABELS},
+        "regard_recall": {k: pr[k][1] for k in REGARD_LABELS},
+        # the filter's drops are the negative decisions: how many were right, how many it found
+        "negative_precision": pr["negative"][0],
+        "negative_recall": pr["negative"][1],
     }
 
 
@@ -63,9 +78,11 @@ def evaluate_model(model: JointModel, labels: str | Path, taxonomy: Taxonomy | N
     t0 = time.perf_counter()
     preds = model.predict([p.mention for p in pairs])
     seconds = time.perf_counter() - t0
-    # regard is scored on gold-yes items, so it takes the regard head's argmax even where WSD says no
+    # regard is scored on gold-yes items, so it takes the regard head's decision even where WSD says
+    # no, by the model's own rule (its regard_logit_offsets, as Prediction.regard)
+    offsets = tuple(getattr(model, "regard_offsets", NO_OFFSETS))
     pred_wsd = [p.wsd for p in preds]
-    pred_regard = [REGARD_LABELS[max(range(3), key=lambda k: p.regard_probs[k])] for p in preds]
+    pred_regard = [REGARD_LABELS[regard_index(p.regard_probs, offsets)] for p in preds]
     per_class = {}
     for cls in sorted({p.attribute_class for p in pairs}):
         idx = [i for i, p in enumerate(pairs) if p.attribute_class == cls]
@@ -83,6 +100,13 @@ def evaluate_model(model: JointModel, labels: str | Path, taxonomy: Taxonomy | N
         "providers": model.providers,
         "seconds": round(seconds, 2),
         "metrics": score(pairs, pred_wsd, pred_regard),
+        "regard_logit_offsets": list(offsets),
+        # with a decision rule: the scores of the plain argmax, for comparison
+        "metrics_argmax": (
+            score(pairs, pred_wsd, [REGARD_LABELS[regard_index(p.regard_probs)] for p in preds])
+            if any(offsets)
+            else None
+        ),
         "per_class": per_class,
         "predictions": {"uid": [p.uid for p in pairs], "wsd": pred_wsd, "regard": pred_regard},
     }
@@ -108,17 +132,42 @@ def _num(x: float | None, width: int = 0) -> str:
     return f"{text:>{width}}"
 
 
+def _regard_pr_line(m: dict[str, Any], label: str = "regard") -> str:
+    prec, rec = m.get("regard_precision", {}), m.get("regard_recall", {})
+    per = ", ".join(f"{k} {_num(prec.get(k))} / {_num(rec.get(k))}" for k in REGARD_LABELS)
+    return (
+        f"{label:<7} negative precision {_num(m.get('negative_precision'))}   "
+        f"negative recall {_num(m.get('negative_recall'))}   (precision / recall: {per})"
+    )
+
+
 def format_report(result: dict[str, Any]) -> str:
     """Human-readable table of an ``evaluate_model`` result."""
     m = result["metrics"]
+    offsets = result.get("regard_logit_offsets") or []
     lines = [
         f"model {result['model']} on {result['labels']} ({m['n']} pairs, {result['seconds']} s, {result['providers']})",
         f"WSD     kappa {_num(m['wsd_kappa'])}   F1(yes) {_num(m['wsd_f1'])}",
         f"regard  micro-F1 {_num(m['regard_micro_f1'])}   macro-F1 {_num(m['regard_macro_f1'])}   (n={m['regard_n']}; "
         + ", ".join(f"{k} {_num(v)}" for k, v in m["regard_f1"].items())
         + ")",
+        _regard_pr_line(m),
+    ]
+    if any(offsets):
+        a = result.get("metrics_argmax") or {}
+        shown = ", ".join(f"{x:+g}" for x in offsets)
+        lines += [
+            f"regard decisions use the model's regard_logit_offsets [{shown}] (negative, neutral, positive); "
+            "without them (plain argmax):",
+            f"argmax  micro-F1 {_num(a.get('regard_micro_f1'))}   macro-F1 {_num(a.get('regard_macro_f1'))}   ("
+            + ", ".join(f"{k} {_num(v)}" for k, v in a.get("regard_f1", {}).items())
+            + ")",
+            _regard_pr_line(a, "argmax"),
+        ]
+    lines += [
         "",
-        f"{'class':<18} {'n':>5} {'kappa':>7} {'F1 yes':>7} {'reg n':>6} {'micro':>7} {'macro':>7}",
+        f"{'class':<18} {'n':>5} {'kappa':>7} {'F1 yes':>7} {'reg n':>6} {'micro':>7} {'macro':>7} "
+        f"{'neg P':>7} {'neg R':>7}",
     ]
     if result.get("trained_on_these_labels"):
         lines[1:1] = [
@@ -128,6 +177,7 @@ def format_report(result: dict[str, Any]) -> str:
     for cls, s in result["per_class"].items():
         lines.append(
             f"{cls:<18} {s['n']:>5} {_num(s['wsd_kappa'], 7)} {_num(s['wsd_f1'], 7)} {s['regard_n']:>6} "
-            f"{_num(s['regard_micro_f1'], 7)} {_num(s['regard_macro_f1'], 7)}"
+            f"{_num(s['regard_micro_f1'], 7)} {_num(s['regard_macro_f1'], 7)} "
+            f"{_num(s.get('negative_precision'), 7)} {_num(s.get('negative_recall'), 7)}"
         )
     return "\n".join(lines)

@@ -239,9 +239,14 @@ def test_eval_models_json_is_strict_and_says_no_data(tiny_model_dir: Path, tmp_p
     assert religion["regard_n"] == 0
     assert religion["regard_macro_f1"] is None and religion["regard_micro_f1"] is None
     assert set(religion["regard_f1"].values()) == {None}
+    assert religion["negative_precision"] is None and religion["negative_recall"] is None
+    assert set(religion["regard_precision"].values()) == set(religion["regard_recall"].values()) == {None}
+    assert result["metrics"]["regard_recall"]["positive"] in (0.0, 1.0)  # one positive gold item
+    assert result["metrics"]["negative_recall"] is None  # no negative gold item: no data, not 0
     assert main(["eval-models", "--labels", str(labels), "--model", str(tiny_model_dir)]) == 0
     table = capsys.readouterr().out
     assert "no data" in table and "nan" not in table
+    assert "negative precision" in table and "negative recall" in table
 
 
 def test_detect_on_error_skip_skips_bad_documents(tmp_path: Path, capsys):

@@ -29,3 +29,35 @@ def test_no_card_or_no_mean_row_gives_none(tmp_path: Path):
         "negative_f1": None,
         "source": "MODEL_CARD.md: Quality",
     }
+
+
+def test_card_tables_carry_negative_precision_and_recall(tmp_path: Path):
+    from export.model_card import HEADER, decision_rule_section, fmt_metrics, regard_rule_line
+
+    m = {"n": 10, "wsd_kappa": 0.5, "wsd_f1": 0.6, "regard_n": 6, "regard_micro_f1": 0.7, "regard_macro_f1": 0.65,
+         "regard_f1": {"negative": 0.4, "neutral": 0.8, "positive": 0.75},
+         "negative_precision": 0.5, "negative_recall": 1 / 3}  # fmt: skip
+    assert HEADER.split("\n")[0].endswith("| negative precision | negative recall |")
+    assert fmt_metrics(m).endswith("| 0.500 | 0.333 |")
+    assert HEADER.split("\n")[0].count("|") == fmt_metrics(m).count("|")
+    # sweep results recorded before these keys existed, or a class never decided negative
+    old = {k: v for k, v in m.items() if not k.startswith("negative_")}
+    assert fmt_metrics(old).endswith("| n/a | n/a |")
+    assert fmt_metrics({**m, "negative_precision": None}).endswith("| n/a | 0.333 |")
+    # the card's quality reader still finds its columns in the wider table
+    header = "| run " + HEADER.split("\n")[0]
+    (tmp_path / "MODEL_CARD.md").write_text(
+        f"# card\n## Quality\n{header}\n|---{HEADER.split(chr(10))[1]}\n| **mean** {fmt_metrics(m)}\n"
+    )
+    q = model_quality(tmp_path)
+    assert q is not None and q["regard_macro_f1"] == 0.65 and q["negative_f1"] == 0.4
+    assert "argmax of the regard probabilities" in regard_rule_line({})
+    assert "[-0.4, 0.0, 0.3]" in regard_rule_line({"regard_logit_offsets": [-0.4, 0, 0.3]})
+    run = {"run": "runs/a", "offsets_fitted_on_all": [0.3, 0.0, -0.1],
+           "without_rule": {**m, "negative_precision": None}, "with_rule_cv": m}  # fmt: skip
+    section = "\n".join(
+        decision_rule_section({"folds": 5, "seed": 0, "grid": {"limit": 2.0, "step": 0.1}, "runs": [run]})
+    )
+    assert "| a | argmax | 0.650 | 0.400 / 0.800 / 0.750 | n/a | 0.333 |" in section
+    assert "| a | offsets (CV) | 0.650 | 0.400 / 0.800 / 0.750 | 0.500 | 0.333 |" in section
+    assert "[0.3, 0.0, -0.1]" in section

@@ -187,6 +187,84 @@ def test_eval_models_on_a_labels_file(tiny_model_dir: Path, tmp_path: Path):
     assert "NOTE: this labels file is part of the model's training data" in format_report(result)
 
 
+def test_score_reports_negative_precision_and_recall():
+    from fairstream.eval import format_report, score
+    from fairstream.models.labels import LabelledPair
+
+    def pair(i: int, wsd: str, regard: str | None) -> LabelledPair:
+        m = MentionInput(f"The Muslim family {i}.", 4, 10, "muslim", "who believes in Islam")
+        return LabelledPair(str(i), m, "religion", wsd, regard)
+
+    gold = [
+        ("yes", "negative"),
+        ("yes", "negative"),
+        ("yes", "neutral"),
+        ("yes", "neutral"),
+        ("yes", "positive"),
+    ]
+    pairs = [pair(i, w, r) for i, (w, r) in enumerate(gold)] + [pair(9, "no", None)]
+    # negative decided 3 times among person items, right once: precision 1/3; 1 of 2 found: recall 1/2
+    # (the one neutral decision is a gold negative: neutral precision 0);
+    # the non-person item decided negative is not scored for regard
+    pred = ["negative", "neutral", "negative", "negative", "positive", "negative"]
+    m = score(pairs, ["yes"] * 6, pred)
+    assert m["negative_precision"] == pytest.approx(1 / 3) and m["negative_recall"] == pytest.approx(1 / 2)
+    assert m["regard_precision"] == pytest.approx({"negative": 1 / 3, "neutral": 0.0, "positive": 1.0})
+    assert m["regard_recall"] == pytest.approx({"negative": 0.5, "neutral": 0.0, "positive": 1.0})
+    assert m["regard_f1"]["negative"] == pytest.approx(2 * (1 / 3) * 0.5 / (1 / 3 + 0.5))
+    # never decided negative: precision has no data (not 0.0); recall is 0 of 2
+    m = score(pairs, ["yes"] * 6, ["neutral"] * 6)
+    assert m["negative_precision"] is None and m["negative_recall"] == 0.0
+    # no negative gold: recall has no data
+    m = score(pairs[2:], ["yes"] * 4, ["negative", "neutral", "positive", "neutral"])
+    assert m["negative_recall"] is None and m["negative_precision"] == 0.0
+    result = {"model": "m", "labels": "l", "seconds": 0, "providers": [], "metrics": m,
+              "per_class": {"religion": m}}  # fmt: skip
+    table = format_report(result)
+    assert "negative precision 0.000   negative recall no data" in table
+    assert "neg P" in table and "neg R" in table
+
+
+def test_eval_models_uses_the_models_regard_offsets(tiny_model_dir: Path, tmp_path: Path):
+    from fairstream.core.schema import REGARD_LABELS
+    from fairstream.eval import evaluate_model, format_report
+    from fairstream.models.decision import regard_index
+
+    rows = [
+        {"uid": str(i), "text": t, "keyword": kw, "class": "nationality", "gloss": "g", "wsd": "yes", "regard": r}
+        for i, (t, kw, r) in enumerate([
+            ("Many Mexican families moved to the valley and opened bakeries.", "mexican", "positive"),
+            ("The Mexican workers were blamed for the fire by the angry crowd.", "mexican", "negative"),
+            ("An Asian student asked about the bus timetable at the station.", "asian", "neutral"),
+            ("The Asian doctors were thanked for their care in the hospital.", "asian", "positive"),
+        ])
+    ]  # fmt: skip
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    plain = evaluate_model(JointModel(tiny_model_dir), labels)
+    assert plain["regard_logit_offsets"] == [0.0, 0.0, 0.0] and plain["metrics_argmax"] is None
+    shifted_dir = tmp_path / "shifted"
+    shutil.copytree(tiny_model_dir, shifted_dir)
+    cfg = json.loads((shifted_dir / "config.json").read_text())
+    cfg["regard_logit_offsets"] = [-50.0, 0.0, 50.0]  # every decision positive
+    (shifted_dir / "config.json").write_text(json.dumps(cfg))
+    model = JointModel(shifted_dir)
+    shifted = evaluate_model(model, labels)
+    assert shifted["predictions"]["regard"] == ["positive"] * 4
+    assert shifted["regard_logit_offsets"] == [-50.0, 0.0, 50.0]
+    assert shifted["metrics_argmax"] == plain["metrics"]  # the comparison without the rule
+    assert shifted["metrics"]["negative_precision"] is None and shifted["metrics"]["negative_recall"] == 0.0
+    table = format_report(shifted)
+    assert "regard_logit_offsets [-50, +0, +50]" in table and "argmax  micro-F1" in table
+    # the decision of eval-models is the prediction's own where the mention is a person
+    from fairstream.models.labels import load_labelled_pairs
+
+    mentions = [p.mention for p in load_labelled_pairs(labels)]
+    for p, decided in zip(model.predict(mentions), shifted["predictions"]["regard"], strict=True):
+        assert decided == REGARD_LABELS[regard_index(p.regard_probs, model.regard_offsets)]
+        assert p.regard in (None, decided)
+
+
 def test_fp16_export_for_gpu_matches_fp32(tiny_model_dir: Path, tmp_path: Path):
     import onnxruntime as ort
     from tokenizers import Tokenizer

@@ -40,3 +40,18 @@ def f1_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -
     denom = 2 * tp_all + fp_all + fn_all
     out["micro"] = 2 * tp_all / denom if denom else 0.0
     return out
+
+
+def precision_recall(
+    gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]
+) -> dict[str, tuple[float | None, float | None]]:
+    """Per-label ``(precision, recall)``; ``None`` where it is 0/0 (label never predicted / never gold)."""
+    if len(gold) != len(pred):
+        raise ValueError(f"gold has {len(gold)} labels but pred has {len(pred)}")
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for lab in labels:
+        tp = sum(g == lab and p == lab for g, p in zip(gold, pred, strict=True))
+        n_pred = sum(p == lab for p in pred)
+        n_gold = sum(g == lab for g in gold)
+        out[lab] = (tp / n_pred if n_pred else None, tp / n_gold if n_gold else None)
+    return out

@@ -22,6 +22,7 @@ import numpy as np
 
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import MissingDependencyError, ModelError
+from fairstream.models.decision import regard_index, regard_offsets_of
 from fairstream.models.encoding import MentionInput, encode_batch
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,9 @@ class Prediction:
     wsd_probs: tuple[float, float, float]  # in WSD_LABELS order: no, yes, unsure
     regard_probs: tuple[float, float, float]  # in REGARD_LABELS order: negative, neutral, positive
     person: bool  # P(wsd = yes) >= the model's threshold
-    regard: str | None  # argmax regard when ``person``, else None
+    # decided regard when ``person``, else None: the argmax of log(regard_probs) plus the model's
+    # ``regard_logit_offsets`` (plain argmax without them); regard_probs are the model's own
+    regard: str | None
 
     @property
     def wsd_score(self) -> float:
@@ -127,6 +130,10 @@ class JointModel:
             ``FAIRSTREAM_PROCESSES`` set by a process pool), so threads x processes <= cores.
             ``0``: ONNX Runtime's own default (one thread per physical core in every process,
             which oversubscribes under several workers).
+
+    The regard decision adds ``config.json``'s ``regard_logit_offsets`` (``[negative, neutral,
+    positive]``, absent: zeros) to the log-probabilities before the argmax (see
+    :mod:`fairstream.models.decision`); the reported probabilities are not shifted.
     """
 
     def __init__(
@@ -151,6 +158,9 @@ class JointModel:
         self.wsd_threshold: float = float(self.config.get("wsd_threshold", 0.5))
         # per-tensor dynamic int8 scales activations over the whole batch, padding included
         self.batch_invariant: bool = bool(self.config.get("batch_invariant", False))
+        self.regard_offsets: tuple[float, float, float] = regard_offsets_of(
+            self.config, self.model_dir / "config.json"
+        )
         self._session: Any = None
         self._tokenizer: Any = None
         self._pid: int | None = None
@@ -298,7 +308,7 @@ class JointModel:
                     wsd_probs=(float(w[0]), float(w[1]), float(w[2])),
                     regard_probs=(float(r[0]), float(r[1]), float(r[2])),
                     person=person,
-                    regard=REGARD_LABELS[int(r.argmax())] if person else None,
+                    regard=REGARD_LABELS[regard_index(r, self.regard_offsets)] if person else None,
                 )
             )
         return out

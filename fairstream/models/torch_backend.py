@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import MissingDependencyError, ModelError
+from fairstream.models.decision import NO_OFFSETS, regard_index
 from fairstream.models.encoding import MentionInput, encode_batch
 from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction
 
@@ -308,9 +309,16 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 def predictions_from_logits(
-    wsd_logits: np.ndarray, regard_logits: np.ndarray, threshold: float
+    wsd_logits: np.ndarray,
+    regard_logits: np.ndarray,
+    threshold: float,
+    regard_offsets: tuple[float, float, float] = NO_OFFSETS,
 ) -> list[Prediction]:
-    """``Prediction``s from logits, with the same rule as ``JointModel.predict``."""
+    """``Prediction``s from logits, with the same rule as ``JointModel.predict``.
+
+    The regard decision adds ``regard_offsets`` (the model's ``regard_logit_offsets``) to the
+    log-probabilities before the argmax; the reported probabilities are the softmax of the logits.
+    """
     wsd_p, reg_p = _softmax(wsd_logits.astype(np.float64)), _softmax(regard_logits.astype(np.float64))
     out = []
     for w, r in zip(wsd_p, reg_p, strict=True):
@@ -320,7 +328,7 @@ def predictions_from_logits(
                 wsd_probs=(float(w[0]), float(w[1]), float(w[2])),
                 regard_probs=(float(r[0]), float(r[1]), float(r[2])),
                 person=person,
-                regard=REGARD_LABELS[int(r.argmax())] if person else None,
+                regard=REGARD_LABELS[regard_index(r, regard_offsets)] if person else None,
             )
         )
     return out
@@ -379,6 +387,7 @@ class TorchJointModel:
         self.name: str = meta.name
         self.max_length = meta.max_length
         self.wsd_threshold = meta.wsd_threshold
+        self.regard_offsets = meta.regard_offsets  # config.json's regard_logit_offsets, checked
         self.device = device
         self.dtype = dtype
         self.batch_size = batch_size
@@ -515,4 +524,4 @@ class TorchJointModel:
         """Predictions for a batch of mentions, in input order."""
         if not items:
             return []
-        return predictions_from_logits(*self.predict_logits(items), self.wsd_threshold)
+        return predictions_from_logits(*self.predict_logits(items), self.wsd_threshold, self.regard_offsets)
