@@ -29,6 +29,10 @@ class TrainConfig:
     dropout: float = _opt(0.1, "dropout before the heads")
     pooling: str = _opt("cls_span", "pooled vector: cls_span (first token + keyword tokens) or mean")
     seed: int = _opt(0, "seed of initialisation, shuffling and dropout")
+    distill_weight: float = _opt(
+        0.5, "with --soft-labels: share of the teacher's soft loss beside the gold loss"
+    )
+    temperature: float = _opt(2.0, "with --soft-labels: softmax temperature of teacher and student")
 
     def __post_init__(self) -> None:
         checks = {
@@ -41,6 +45,8 @@ class TrainConfig:
             "dropout": 0 <= self.dropout < 1,
             "pooling": self.pooling in ("cls_span", "mean"),
             "seed": self.seed >= 0,
+            "distill_weight": 0 <= self.distill_weight <= 1,
+            "temperature": self.temperature > 0,
         }
         for name, ok in checks.items():
             if not ok:

@@ -273,17 +273,23 @@ def fit(
     *,
     device: str = "cpu",
     quiet: bool = False,
+    soft: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[JointCrossEncoder, int]:
-    """Fine-tune a fresh joint model on ``train`` with the recipe ``hp``; returns it (on ``device``) and the step count."""
+    """Fine-tune a fresh joint model on ``train`` with the recipe ``hp``; returns it (on ``device``) and the step count.
+
+    ``soft`` (index into ``train`` -> a teacher's WSD and regard logits) turns on distillation: see
+    ``distilled_loss``. Pairs without gold labels (``wsd == ""``, from a distillation pool) then
+    train on the teacher's labels only. Without ``soft`` the loss is exactly the joint-v2 recipe's.
+    """
     torch.manual_seed(hp.seed)
     model = JointCrossEncoder(encoder, dropout=hp.dropout, pooling=hp.pooling).to(device)
-    wsd_weight = hp.wsd_weight
     # class weights: rare regard classes (negative, positive) count more, capped to stay stable
     reg_counts = np.array([sum(p.regard == r for p in train) for r in REGARD_LABELS], dtype=np.float64)
     reg_w = torch.tensor(
         np.clip(reg_counts.sum() / (3 * np.maximum(reg_counts, 1)), 0.5, 4.0), dtype=torch.float32
     ).to(device)
     logger.info("regard counts %s weights %s", reg_counts.tolist(), reg_w.tolist())
+    soft_of = {id(train[i]): v for i, v in (soft or {}).items()}
     rng = random.Random(hp.seed)
     steps_per_epoch = math.ceil(len(train) / hp.batch_size)
     total = int(steps_per_epoch * hp.epochs)
@@ -292,8 +298,6 @@ def fit(
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm))
     )
-    wsd_idx = {w: i for i, w in enumerate(WSD_LABELS)}
-    reg_idx = {r: i for i, r in enumerate(REGARD_LABELS)}
     step = 0
     bar = tqdm(total=total, desc="train", unit="step", disable=quiet)
     while step < total:
@@ -303,14 +307,10 @@ def fit(
             model.train()
             feeds = {k: v.to(device) for k, v in tensors(tokenizer, batch, hp.max_length).items()}
             w_logits, r_logits = model(**feeds)
-            w_gold = torch.tensor([wsd_idx[p.wsd] for p in batch], device=device)
-            loss = wsd_weight * torch.nn.functional.cross_entropy(w_logits, w_gold)
-            yes = [i for i, p in enumerate(batch) if p.wsd == "yes" and p.regard]
-            if yes:
-                r_gold = torch.tensor([reg_idx[batch[i].regard] for i in yes], device=device)  # type: ignore[index]
-                loss = loss + hp.regard_weight * torch.nn.functional.cross_entropy(
-                    r_logits[yes], r_gold, weight=reg_w
-                )
+            if soft is not None:
+                loss = distilled_loss(w_logits, r_logits, batch, soft_of, reg_w, hp)
+            else:
+                loss = gold_loss(w_logits, r_logits, batch, reg_w, hp)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -322,6 +322,82 @@ def fit(
                 bar.set_postfix(loss=f"{loss.item():.3f}")
     bar.close()
     return model, total
+
+
+def gold_loss(
+    w_logits: torch.Tensor,
+    r_logits: torch.Tensor,
+    batch: list[LabelledPair],
+    reg_w: torch.Tensor,
+    hp: TrainConfig,
+) -> torch.Tensor:
+    """The joint-v2 recipe's loss: WSD cross-entropy + weighted regard cross-entropy on person pairs."""
+    device = w_logits.device
+    wsd_idx = {w: i for i, w in enumerate(WSD_LABELS)}
+    reg_idx = {r: i for i, r in enumerate(REGARD_LABELS)}
+    w_gold = torch.tensor([wsd_idx[p.wsd] for p in batch], device=device)
+    loss = hp.wsd_weight * torch.nn.functional.cross_entropy(w_logits, w_gold)
+    yes = [i for i, p in enumerate(batch) if p.wsd == "yes" and p.regard]
+    if yes:
+        r_gold = torch.tensor([reg_idx[batch[i].regard] for i in yes], device=device)  # type: ignore[index]
+        loss = loss + hp.regard_weight * torch.nn.functional.cross_entropy(
+            r_logits[yes], r_gold, weight=reg_w
+        )
+    return loss
+
+
+def distilled_loss(
+    w_logits: torch.Tensor,
+    r_logits: torch.Tensor,
+    batch: list[LabelledPair],
+    soft_of: dict[int, tuple[np.ndarray, np.ndarray]],
+    reg_w: torch.Tensor,
+    hp: TrainConfig,
+) -> torch.Tensor:
+    """Gold cross-entropy mixed with the teacher's soft labels, per pair.
+
+    A pair with both gold and teacher labels counts ``(1 - a) * gold + a * soft`` (a =
+    ``hp.distill_weight``); a pair with one of them counts that one. WSD: every pair. Regard: gold
+    where the gold sense is a person with a regard label; soft where gold says person, or where there
+    is no gold and then weighted by the teacher's P(person), since regard only means something for
+    mentions of people. Gold regard keeps the class weights of the plain recipe.
+    """
+    from export.distill import distillation_loss
+
+    device = w_logits.device
+    a, t = hp.distill_weight, hp.temperature
+    n = len(batch)
+    wsd_idx = {w: i for i, w in enumerate(WSD_LABELS)}
+    reg_idx = {r: i for i, r in enumerate(REGARD_LABELS)}
+    has_gold = torch.tensor([p.wsd in wsd_idx for p in batch], device=device)
+    teacher = [soft_of.get(id(p)) for p in batch]
+    has_soft = torch.tensor([s is not None for s in teacher], device=device)
+    t_wsd = torch.tensor(
+        np.stack([s[0] if s is not None else np.zeros(3, np.float32) for s in teacher]), device=device
+    )
+    t_reg = torch.tensor(
+        np.stack([s[1] if s is not None else np.zeros(3, np.float32) for s in teacher]), device=device
+    )
+    both = has_gold & has_soft
+    gold_share = torch.where(both, 1 - a, 1.0) * has_gold
+    soft_share = torch.where(both, a, 1.0) * has_soft
+
+    w_gold = torch.tensor([wsd_idx.get(p.wsd, 0) for p in batch], device=device)
+    wsd_loss = gold_share * torch.nn.functional.cross_entropy(w_logits, w_gold, reduction="none")
+    wsd_loss = wsd_loss + soft_share * distillation_loss(w_logits, t_wsd, t)
+
+    person_gold = torch.tensor([p.wsd == "yes" and p.regard is not None for p in batch], device=device)
+    r_gold = torch.tensor([reg_idx.get(p.regard or "", 1) for p in batch], device=device)
+    # class-weighted like the plain recipe's weighted mean, so distill_weight 0 gives exactly gold_loss
+    gold_reg_weight = gold_share * person_gold * reg_w[r_gold]
+    gold_reg = torch.nn.functional.cross_entropy(r_logits, r_gold, reduction="none")
+    p_person = torch.softmax(t_wsd, -1)[:, wsd_idx["yes"]]
+    soft_reg_weight = torch.where(has_gold, person_gold.float(), p_person) * soft_share
+    regard_loss = gold_reg_weight * gold_reg + soft_reg_weight * distillation_loss(r_logits, t_reg, t)
+    regard_rows = gold_reg_weight.sum() + soft_reg_weight.sum()
+    if float(regard_rows) == 0.0:
+        return hp.wsd_weight * wsd_loss.sum() / n
+    return hp.wsd_weight * wsd_loss.sum() / n + hp.regard_weight * regard_loss.sum() / regard_rows
 
 
 def main() -> None:
@@ -369,6 +445,18 @@ def main() -> None:
     ap.add_argument(
         "--fold", type=int, default=0, help="with --dev-folds: the dev fold held out and evaluated"
     )
+    ap.add_argument(
+        "--soft-labels",
+        type=Path,
+        help="a teacher's logits (python -m export.distill): train by distillation",
+    )
+    ap.add_argument(
+        "--distill-pool",
+        type=Path,
+        action="append",
+        default=[],
+        help="unlabelled mentions to train on the teacher's labels only (repeatable; needs --soft-labels)",
+    )
     TrainConfig.add_arguments(ap)  # --epochs, --lr, --regard-weight, ...: the shipped recipe's defaults
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
@@ -379,6 +467,20 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     taxonomy = Taxonomy.default()
     train = load_labelled_pairs(args.pairs) if args.pairs else build_training_set(args, taxonomy)
+    if args.distill_pool and not args.soft_labels:
+        ap.error("--distill-pool needs --soft-labels (the teacher's labels of the pool)")
+    soft = None
+    if args.soft_labels:
+        from export.distill import attach_soft_labels, load_pool, load_soft_labels
+
+        for pool in args.distill_pool:
+            train += load_pool(pool)
+        soft = attach_soft_labels(train, load_soft_labels(args.soft_labels))
+        unlabelled = [i for i, p in enumerate(train) if not p.wsd and i not in soft]
+        if unlabelled:
+            ap.error(
+                f"--distill-pool: {len(unlabelled)} pool mentions have no teacher label in --soft-labels"
+            )
     if args.dump_pairs:
         dump_pairs(train, args.dump_pairs)
         logger.info("wrote %d pairs to %s", len(train), args.dump_pairs)
@@ -392,7 +494,9 @@ def main() -> None:
     tokenizer.no_truncation()
     tokenizer.no_padding()
     t0 = time.time()
-    model, total = fit(args.encoder, tokenizer, train, TrainConfig.from_mapping(args), device=args.device)
+    model, total = fit(
+        args.encoder, tokenizer, train, TrainConfig.from_mapping(args), device=args.device, soft=soft
+    )
     train_s = time.time() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), args.out / "model.pt")
@@ -413,6 +517,12 @@ def main() -> None:
         "dev_folds": args.dev_folds,
         "fold": args.fold,
         "regard_weight": args.regard_weight,
+        "pooling": args.pooling,
+        "soft_labels": str(args.soft_labels) if args.soft_labels else None,
+        "soft_labelled_pairs": len(soft) if soft is not None else 0,
+        "distill_pool": [str(p) for p in args.distill_pool],
+        "distill_weight": args.distill_weight if soft is not None else None,
+        "temperature": args.temperature if soft is not None else None,
         # lets `fairstream eval-models` say when it scores a model on its own training labels
         "label_files_sha256": (
             [hashlib.sha256(args.dev.read_bytes()).hexdigest()] if args.include_dev or args.dev_folds else []
