@@ -1,6 +1,7 @@
-"""Merge the round-6 annotators' answers into the stand-off label file ``labels/text-v1.jsonl``.
+"""Merge a round's annotator answers into a stand-off label file (round 6: ``labels/text-v1.jsonl``).
 
     python scripts/annotation/15_merge_round6.py [--dir runs/round6] [--out labels/text-v1.jsonl]
+    python scripts/annotation/15_merge_round6.py --dir runs/round7 --out labels/text-v2.jsonl --round 7
 
 Reads ``batches/batch-XX.jsonl`` (stand-off fields, from ``14_select_round6.py``), the annotators'
 ``answers/batch-XX.jsonl`` ({"uid", "wsd", "regard"}, one per item, GUIDE.md) and ``selection.jsonl``
@@ -43,6 +44,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "labels/text-v1.jsonl")
     ap.add_argument("--packages", type=Path, default=ROOT / "runs/packages")
     ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared/data/corpus")
+    ap.add_argument("--round", type=int, default=6, help="round number recorded in each label")
     args = ap.parse_args()
     selection = {r["uid"]: r for r in map(json.loads, (args.dir / "selection.jsonl").open())}
     records = []
@@ -65,8 +67,8 @@ def main() -> None:
             rec.update(
                 wsd=a["wsd"],
                 regard=regard,
-                annotator=f"r6-helper-{batch.stem.split('-')[1]}",
-                round=6,
+                annotator=f"r{args.round}-helper-{batch.stem.split('-')[1]}",
+                round=args.round,
                 pool=sel["pool"],
                 selected_as=sel["reason"],
             )

@@ -1,0 +1,62 @@
+"""export.parity: int8-vs-fp32 decision agreement on unlabelled text (a tiny BERT trained and exported here)."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from transformers import AutoTokenizer
+
+from export.config import TrainConfig
+from export.distill import load_pool
+from export.export_onnx import export_model
+from export.parity import decision_agreement, fp32_twin, unseen_parity
+from export.train import fit
+from fairstream.models.labels import load_labelled_pairs
+from fairstream.models.runtime import JointModel
+from tests.test_train_sweep import tiny_encoder, write_pairs  # noqa: F401  (fixture)
+
+
+def test_unseen_parity_counts_every_mention_and_fp32_agrees_with_itself(tmp_path, tiny_encoder):  # noqa: F811
+    write_pairs(tmp_path / "gold.jsonl", "g", ["corpus"])
+    gold = load_labelled_pairs(tmp_path / "gold.jsonl")
+    tok = AutoTokenizer.from_pretrained(tiny_encoder, use_fast=True)
+    backend = tok.backend_tokenizer
+    backend.no_truncation()
+    backend.no_padding()
+    model, _ = fit(
+        str(tiny_encoder),
+        backend,
+        gold,
+        TrainConfig(epochs=5, lr=1e-3, batch_size=4, max_length=48),
+        quiet=True,
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save(model.state_dict(), run / "model.pt")
+    tok.save_pretrained(run / "tokenizer")
+    model.encoder.config.save_pretrained(run / "encoder_config")
+    (run / "train_meta.json").write_text(json.dumps({"max_length": 48, "encoder": str(tiny_encoder)}))
+    export_model(run, tmp_path / "model", name="tiny", threshold=0.5)
+
+    text = tmp_path / "unseen.jsonl"
+    sentences = ["Muslim neighbours helped us move the piano.", "The German car broke down again.",
+                 "Poor families waited for hours in the cold.", "Some say the German team was lazy."]  # fmt: skip
+    with text.open("w") as f:
+        for i, s in enumerate(sentences):
+            kw = next(k for k in ("muslim", "german", "poor") if k in s.lower())
+            start = s.lower().index(kw)
+            f.write(json.dumps({"uid": f"u{i}", "text": s, "kw_start": start, "kw_end": start + len(kw),
+                                "keyword": kw, "gloss": "g"}) + "\n")  # fmt: skip
+    [report] = unseen_parity(tmp_path / "model", run, [text])
+    assert report["n"] == len(sentences)
+    assert 0.0 <= report["wsd_decision_agreement"] <= 1.0
+    assert report["wsd_flips"] == round((1 - report["wsd_decision_agreement"]) * len(sentences))
+    assert report["wsd_flips_near_tie"] <= report["wsd_flips"]
+    assert report["max_abs_delta_p_yes"] < 0.2  # int8 of the same weights stays close
+
+    fp32 = JointModel(fp32_twin(tmp_path / "model", run, tmp_path))
+    same = decision_agreement(fp32, fp32, load_pool(text))
+    assert same["wsd_decision_agreement"] == 1.0 and same["wsd_flips"] == 0
+    assert same["max_abs_delta_p_yes"] == 0.0
+    assert same["regard_compared"] == same["reference_person"]
