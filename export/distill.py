@@ -19,6 +19,7 @@ Pool files hold unlabelled mentions with their text (keep them under ``runs/``):
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import logging
@@ -85,7 +86,8 @@ def load_soft_labels(path: str | Path) -> dict[tuple[str, str], tuple[np.ndarray
     if not path.is_file():
         raise FairStreamError(f"{path}: soft-label file not found; make it with python -m export.distill")
     out = {}
-    with path.open(encoding="utf-8") as f:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
