@@ -60,3 +60,52 @@ def test_unseen_parity_counts_every_mention_and_fp32_agrees_with_itself(tmp_path
     assert same["wsd_decision_agreement"] == 1.0 and same["wsd_flips"] == 0
     assert same["max_abs_delta_p_yes"] == 0.0
     assert same["regard_compared"] == same["reference_person"]
+
+
+def test_score_runs_scores_a_run_folder_like_eval(monkeypatch, tmp_path, tiny_encoder, capsys):  # noqa: F811
+    import sys
+
+    from export import score_runs
+    from export.distill import load_run
+    from export.train import evaluate, predict
+
+    write_pairs(tmp_path / "gold.jsonl", "g", ["corpus"])
+    gold = load_labelled_pairs(tmp_path / "gold.jsonl")
+    tok = AutoTokenizer.from_pretrained(tiny_encoder, use_fast=True)
+    backend = tok.backend_tokenizer
+    backend.no_truncation()
+    backend.no_padding()
+    model, _ = fit(
+        str(tiny_encoder),
+        backend,
+        gold,
+        TrainConfig(epochs=3, lr=1e-3, batch_size=4, max_length=48),
+        quiet=True,
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save(model.state_dict(), run / "model.pt")
+    tok.save_pretrained(run / "tokenizer")
+    model.encoder.config.save_pretrained(run / "encoder_config")
+    (run / "train_meta.json").write_text(json.dumps({"max_length": 48}))
+    out = tmp_path / "scores.json"
+    argv = [
+        "score_runs",
+        "--run",
+        str(run),
+        "--labels",
+        str(tmp_path / "gold.jsonl"),
+        "--json",
+        str(out),
+        "--threads",
+        "1",
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    score_runs.main()
+    got = json.loads(out.read_text())[str(run)]
+    loaded, tokenizer, max_length = load_run(run)
+    expected = evaluate(*predict(loaded, tokenizer, gold, max_length), gold, 0.5)
+    assert got["n"] == len(gold)
+    assert got["regard_macro_f1"] == expected["regard_macro_f1"]
+    assert got["wsd_kappa"] == expected["wsd_kappa"]
+    assert "WSD kappa" in capsys.readouterr().out
