@@ -19,6 +19,23 @@ from fairstream.models.labels import load_labelled_pairs
 from tests.test_train_sweep import tiny_encoder, write_pairs  # noqa: F401  (fixture)
 
 
+def train_tiny_run(encoder: Path, pairs, hp: TrainConfig, run: Path):
+    """Train on ``pairs`` and save an ``export.train``-style run folder; returns the model and tokenizer."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(encoder, use_fast=True)
+    backend = tok.backend_tokenizer
+    backend.no_truncation()
+    backend.no_padding()
+    model, _ = fit(str(encoder), backend, pairs, hp, quiet=True)
+    run.mkdir(parents=True)
+    torch.save(model.state_dict(), run / "model.pt")
+    tok.save_pretrained(run / "tokenizer")
+    model.encoder.config.save_pretrained(run / "encoder_config")
+    (run / "train_meta.json").write_text(json.dumps({"max_length": hp.max_length, "encoder": str(encoder)}))
+    return model, backend
+
+
 def test_distillation_loss_is_zero_only_when_student_matches_teacher():
     teacher = torch.tensor([[2.0, 0.0, -1.0], [0.0, 0.0, 3.0]])
     assert torch.allclose(distillation_loss(teacher.clone(), teacher, 2.0), torch.zeros(2), atol=1e-6)
@@ -107,20 +124,9 @@ def test_pool_offsets_resolve_against_the_sentence_or_the_document(tmp_path):
 
 def test_teacher_labels_a_pool_and_a_student_learns_them(monkeypatch, tmp_path, tiny_encoder, gold_pairs):  # noqa: F811
     """Real teacher run folder -> export.distill CLI -> student trained on the teacher's labels only."""
-    from transformers import AutoTokenizer
-
     hp = TrainConfig(epochs=30, lr=1e-3, batch_size=4, max_length=48, seed=3)
-    tok = AutoTokenizer.from_pretrained(tiny_encoder, use_fast=True)
-    backend = tok.backend_tokenizer
-    backend.no_truncation()
-    backend.no_padding()
-    teacher, _ = fit(str(tiny_encoder), backend, gold_pairs, hp, quiet=True)
     run = tmp_path / "teacher"
-    run.mkdir()
-    torch.save(teacher.state_dict(), run / "model.pt")
-    tok.save_pretrained(run / "tokenizer")
-    teacher.encoder.config.save_pretrained(run / "encoder_config")
-    (run / "train_meta.json").write_text(json.dumps({"max_length": 48}))
+    teacher, backend = train_tiny_run(tiny_encoder, gold_pairs, hp, run)
 
     pool = tmp_path / "pool.jsonl"
     with pool.open("w") as f:

@@ -4,39 +4,21 @@ from __future__ import annotations
 
 import json
 
-import torch
-from transformers import AutoTokenizer
-
 from export.config import TrainConfig
 from export.distill import load_pool
 from export.export_onnx import export_model
 from export.parity import decision_agreement, fp32_twin, unseen_parity
-from export.train import fit
 from fairstream.models.labels import load_labelled_pairs
 from fairstream.models.runtime import JointModel
+from tests.test_distill import train_tiny_run
 from tests.test_train_sweep import tiny_encoder, write_pairs  # noqa: F401  (fixture)
 
 
 def test_unseen_parity_counts_every_mention_and_fp32_agrees_with_itself(tmp_path, tiny_encoder):  # noqa: F811
     write_pairs(tmp_path / "gold.jsonl", "g", ["corpus"])
     gold = load_labelled_pairs(tmp_path / "gold.jsonl")
-    tok = AutoTokenizer.from_pretrained(tiny_encoder, use_fast=True)
-    backend = tok.backend_tokenizer
-    backend.no_truncation()
-    backend.no_padding()
-    model, _ = fit(
-        str(tiny_encoder),
-        backend,
-        gold,
-        TrainConfig(epochs=5, lr=1e-3, batch_size=4, max_length=48),
-        quiet=True,
-    )
     run = tmp_path / "run"
-    run.mkdir()
-    torch.save(model.state_dict(), run / "model.pt")
-    tok.save_pretrained(run / "tokenizer")
-    model.encoder.config.save_pretrained(run / "encoder_config")
-    (run / "train_meta.json").write_text(json.dumps({"max_length": 48, "encoder": str(tiny_encoder)}))
+    train_tiny_run(tiny_encoder, gold, TrainConfig(epochs=5, lr=1e-3, batch_size=4, max_length=48), run)
     export_model(run, tmp_path / "model", name="tiny", threshold=0.5)
 
     text = tmp_path / "unseen.jsonl"
@@ -71,23 +53,8 @@ def test_score_runs_scores_a_run_folder_like_eval(monkeypatch, tmp_path, tiny_en
 
     write_pairs(tmp_path / "gold.jsonl", "g", ["corpus"])
     gold = load_labelled_pairs(tmp_path / "gold.jsonl")
-    tok = AutoTokenizer.from_pretrained(tiny_encoder, use_fast=True)
-    backend = tok.backend_tokenizer
-    backend.no_truncation()
-    backend.no_padding()
-    model, _ = fit(
-        str(tiny_encoder),
-        backend,
-        gold,
-        TrainConfig(epochs=3, lr=1e-3, batch_size=4, max_length=48),
-        quiet=True,
-    )
     run = tmp_path / "run"
-    run.mkdir()
-    torch.save(model.state_dict(), run / "model.pt")
-    tok.save_pretrained(run / "tokenizer")
-    model.encoder.config.save_pretrained(run / "encoder_config")
-    (run / "train_meta.json").write_text(json.dumps({"max_length": 48}))
+    train_tiny_run(tiny_encoder, gold, TrainConfig(epochs=3, lr=1e-3, batch_size=4, max_length=48), run)
     out = tmp_path / "scores.json"
     argv = [
         "score_runs",

