@@ -122,11 +122,7 @@ def load_run(run: Path, device: str = "cpu") -> tuple[JointCrossEncoder, object,
         if not (run / need).exists():
             raise FairStreamError(f"{run}: no {need}; pass a run folder written by python -m export.train")
     meta = json.loads((run / "train_meta.json").read_text())
-    model = JointCrossEncoder(
-        str(run / "encoder_config"), pretrained=False, pooling=meta.get("pooling", "cls_span")
-    )
-    model.load_state_dict(torch.load(run / "model.pt", map_location="cpu"))
-    model.to(device).eval()
+    model = JointCrossEncoder.from_run(run).to(device)
     tokenizer = AutoTokenizer.from_pretrained(run / "tokenizer", use_fast=True).backend_tokenizer
     tokenizer.no_truncation()
     tokenizer.no_padding()

@@ -46,9 +46,7 @@ INPUTS = ["input_ids", "attention_mask", "token_type_ids", "target_mask"]
 
 
 def export_fp32(run: Path, onnx_path: Path, max_length: int) -> None:
-    model = JointCrossEncoder(str(run / "encoder_config"), pretrained=False)
-    model.load_state_dict(torch.load(run / "model.pt", map_location="cpu"))
-    model.eval()
+    model = JointCrossEncoder.from_run(run)
     n, t = 2, 12
     dummy = (
         torch.ones((n, t), dtype=torch.long),
@@ -199,22 +197,30 @@ def main() -> None:
     print(f"exported {args.name} to {args.out}: {sorted(p.name for p in args.out.iterdir())}")
 
 
+def fp32_twin(model_dir: Path, fp32: Path, work: Path) -> Path:
+    """A copy of ``model_dir`` (config, tokenizer) in ``work`` whose only graph is ``fp32``: same decisions, no quantization."""
+    twin = work / "fp32-model"
+    twin.mkdir()
+    for f in model_dir.iterdir():
+        if f.is_file() and not f.name.endswith(".onnx"):
+            shutil.copy(f, twin / f.name)
+    shutil.copy(fp32, twin / "model.fp32.onnx")
+    cfg = json.loads((twin / "config.json").read_text())
+    cfg["onnx"] = {"fp32": "model.fp32.onnx"}
+    (twin / "config.json").write_text(json.dumps(cfg))
+    return twin
+
+
 def parity(fp32: Path, out: Path, labels: Path) -> dict:
     """Label agreement and metric deltas of int8 vs fp32 on a labels file."""
     from fairstream.eval import evaluate_model
     from fairstream.taxonomy import Taxonomy
 
-    tmp = Path(tempfile.mkdtemp(prefix="fs-parity-"))
-    for f in out.iterdir():
-        shutil.copy(f, tmp / f.name)
-    shutil.copy(fp32, tmp / "model.fp32.onnx")
-    cfg = json.loads((tmp / "config.json").read_text())
-    cfg["onnx"] = {"fp32": "model.fp32.onnx"}
-    (tmp / "config.json").write_text(json.dumps(cfg))
+    work = Path(tempfile.mkdtemp(prefix="fs-parity-"))
     tax = Taxonomy.default()
     r8 = evaluate_model(JointModel(out), labels, tax)
-    r32 = evaluate_model(JointModel(tmp), labels, tax)
-    shutil.rmtree(tmp)
+    r32 = evaluate_model(JointModel(fp32_twin(out, fp32, work)), labels, tax)
+    shutil.rmtree(work)
     # agreement of the decisions that matter: person (WSD yes) or not, and regard where fp32 says person
     yes8 = np.array([w == "yes" for w in r8["predictions"]["wsd"]])
     yes32 = np.array([w == "yes" for w in r32["predictions"]["wsd"]])

@@ -7,6 +7,10 @@ Any encoder directory works (MiniLM here, roberta-base elsewhere).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import torch
 from transformers import AutoConfig, AutoModel
 
 from fairstream.models.torch_model import JointCrossEncoder as _JointCrossEncoder
@@ -25,3 +29,12 @@ class JointCrossEncoder(_JointCrossEncoder):
         else:
             encoder = AutoModel.from_config(AutoConfig.from_pretrained(encoder_dir))
         super().__init__(encoder, dropout=dropout, pooling=pooling)
+
+    @classmethod
+    def from_run(cls, run: Path) -> JointCrossEncoder:
+        """The trained model of an ``export.train`` run folder (``encoder_config``, ``model.pt``), in eval mode."""
+        meta_file = run / "train_meta.json"
+        meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+        model = cls(str(run / "encoder_config"), pretrained=False, pooling=meta.get("pooling", "cls_span"))
+        model.load_state_dict(torch.load(run / "model.pt", map_location="cpu"))
+        return model.eval()

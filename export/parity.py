@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from export.distill import load_pool
+from export.export_onnx import export_fp32, fp32_twin
 from fairstream.models.runtime import JointModel
 
 NEAR_TIE = 0.05  # |P(yes) - threshold| below this counts as a near-tie
@@ -53,27 +54,13 @@ def decision_agreement(reference: JointModel, other: JointModel, pairs: list) ->
     }
 
 
-def fp32_twin(model_dir: Path, run: Path, work: Path) -> Path:
-    """A copy of ``model_dir`` whose only graph is ``run``'s fp32 export (same config otherwise)."""
-    from export.export_onnx import export_fp32
-
-    twin = work / "fp32-model"
-    twin.mkdir()
-    for f in model_dir.iterdir():
-        if f.is_file() and not f.name.endswith(".onnx"):
-            shutil.copy(f, twin / f.name)
-    cfg = json.loads((twin / "config.json").read_text())
-    export_fp32(run, twin / "model.fp32.onnx", cfg["max_length"])
-    cfg["onnx"] = {"fp32": "model.fp32.onnx"}
-    (twin / "config.json").write_text(json.dumps(cfg))
-    return twin
-
-
 def unseen_parity(model_dir: Path, run: Path, texts: list[Path]) -> list[dict[str, Any]]:
     """int8 (``model_dir``) vs fp32 (rebuilt from ``run``) on each text file."""
     work = Path(tempfile.mkdtemp(prefix="fs-parity-"))
     try:
-        fp32 = JointModel(fp32_twin(model_dir, run, work))
+        cfg = json.loads((model_dir / "config.json").read_text())
+        export_fp32(run, work / "model.fp32.onnx", cfg["max_length"])
+        fp32 = JointModel(fp32_twin(model_dir, work / "model.fp32.onnx", work))
         int8 = JointModel(model_dir)
         return [{"text": str(t), **decision_agreement(fp32, int8, load_pool(t))} for t in texts]
     finally:

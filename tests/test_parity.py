@@ -6,8 +6,8 @@ import json
 
 from export.config import TrainConfig
 from export.distill import load_pool
-from export.export_onnx import export_model
-from export.parity import decision_agreement, fp32_twin, unseen_parity
+from export.export_onnx import export_fp32, export_model, fp32_twin
+from export.parity import decision_agreement, unseen_parity
 from fairstream.models.labels import load_labelled_pairs
 from fairstream.models.runtime import JointModel
 from tests.test_distill import train_tiny_run
@@ -37,7 +37,8 @@ def test_unseen_parity_counts_every_mention_and_fp32_agrees_with_itself(tmp_path
     assert report["wsd_flips_near_tie"] <= report["wsd_flips"]
     assert report["max_abs_delta_p_yes"] < 0.2  # int8 of the same weights stays close
 
-    fp32 = JointModel(fp32_twin(tmp_path / "model", run, tmp_path))
+    export_fp32(run, tmp_path / "fp32.onnx", 48)
+    fp32 = JointModel(fp32_twin(tmp_path / "model", tmp_path / "fp32.onnx", tmp_path))
     same = decision_agreement(fp32, fp32, load_pool(text))
     assert same["wsd_decision_agreement"] == 1.0 and same["wsd_flips"] == 0
     assert same["max_abs_delta_p_yes"] == 0.0
