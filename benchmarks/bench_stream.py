@@ -61,11 +61,14 @@ def stage(docs: list[dict], threads: int | None, workers: int, cache: str, model
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = time.process_time() - t0 + (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
     digest = hashlib.sha256()
+    doc_digests = {}  # id -> short hash of the output text: which documents two sides disagree on
     for d in sorted(out, key=lambda d: str(d.get("id"))):
         digest.update(json.dumps([d.get("id"), d["text"]]).encode())
+        doc_digests[str(d.get("id"))] = hashlib.sha256(d["text"].encode()).hexdigest()[:12]
     counters = stream.stats()["counters"] if workers == 0 else {}
     return {
         "wall_s": wall, "cpu_s": cpu, "docs_out": len(out), "output_sha256": digest.hexdigest(),
+        "doc_digests": doc_digests, "sentences_dropped": counters.get("sentences_dropped"),
         "cache_size": cache_size, "cache_hits": counters.get("cache_hits"),
         "mentions_predicted": counters.get("mentions_predicted"), "threads": threads, "workers": workers,
         "seconds": stream.stats()["seconds"] if workers == 0 else None,
@@ -201,9 +204,12 @@ def run_ab(args: argparse.Namespace, docs: list[dict], mb: float) -> None:
     r = ab(HERE, base, new, extra, args.rounds)
     b, n = r["base_last"], r["new_last"]
     same = b["output_sha256"] == n["output_sha256"]
+    bd, nd = b.pop("doc_digests"), n.pop("doc_digests")
+    differing = sum(bd.get(k) != nd.get(k) for k in set(bd) | set(nd))
     m = machine()
     result = {
         "docs": len(docs), "mb": round(mb, 2), "threads": args.threads, **r, "identical_output": same,
+        "documents_differing": differing,
         "base_commit": checkout_commit(base), "new_commit": checkout_commit(new), "machine": m,
     }  # fmt: skip
     threads = "each checkout's default" if args.threads is None else str(args.threads)
@@ -229,7 +235,9 @@ def run_ab(args: argparse.Namespace, docs: list[dict], mb: float) -> None:
         f"Speed-up base/new (median of pairs): CPU **{r['cpu_s']['speedup_median']}x** "
         f"({r['cpu_s']['speedup_min']}-{r['cpu_s']['speedup_max']}x), wall {r['wall_s']['speedup_median']}x "
         f"({r['wall_s']['speedup_min']}-{r['wall_s']['speedup_max']}x). "
-        f"Output documents identical on both sides: **{'yes' if same else 'NO'}**.",
+        f"Output documents identical on both sides: **{'yes' if same else 'NO'}**"
+        + ("." if same else f" ({differing} of {len(docs)} documents differ; sentences dropped: base "
+                             f"{b['sentences_dropped']}, new {n['sentences_dropped']})."),
     ])  # fmt: skip
     name = (
         "stream-ab" + ("-quick" if args.quick else "") + (f"-threads{args.threads}" if args.threads else "")

@@ -64,15 +64,19 @@ def attribute_text(item: MentionInput) -> str:
     return f"{item.keyword} ; {item.gloss}"
 
 
-def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> dict[str, np.ndarray]:
-    """Tokenize a batch with a ``tokenizers.Tokenizer``: ids, attention mask, token types, target mask.
+TokenRow = tuple[list[int], list[int], list[float]]  # ids, token types, target mask of one input
 
-    The tokenizer must have truncation and padding disabled; this function pads to the longest
-    item (so callers should sort by length to cut padding) and truncates the first segment only.
+
+def encode_rows(tokenizer: Any, items: list[MentionInput], max_length: int) -> list[TokenRow]:
+    """Tokenize mentions without padding: one ``(ids, token types, target mask)`` row each.
+
+    The tokenizer must have truncation and padding disabled; the first segment is truncated around
+    the keyword to ``max_length`` tokens. Callers that batch sort the rows by ``len(ids)`` first, so
+    a batch pads little (see :func:`pad_rows`).
     """
     marked = [marked_text(it) for it in items]
     encs = tokenizer.encode_batch([(m[0], attribute_text(it)) for m, it in zip(marked, items, strict=True)])
-    rows = []
+    rows: list[TokenRow] = []
     for enc, (_, ks, ke) in zip(encs, marked, strict=True):
         ids, types, offsets, seq = enc.ids, enc.type_ids, enc.offsets, enc.sequence_ids
         target = [
@@ -81,16 +85,25 @@ def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> 
         if len(ids) > max_length:
             ids, types, target, seq = _truncate_first(ids, types, target, seq, max_length)
         rows.append((ids, types, target))
-    width = max(len(r[0]) for r in rows)
-    n = len(rows)
-    input_ids = np.zeros((n, width), dtype=np.int64)
-    attention = np.zeros((n, width), dtype=np.int64)
-    token_type = np.zeros((n, width), dtype=np.int64)
-    target_mask = np.zeros((n, width), dtype=np.float32)
+    return rows
+
+
+def pad_id_of(tokenizer: Any) -> int:
+    """The tokenizer's padding id (``[PAD]`` for BERT, ``<pad>`` for RoBERTa, else 0)."""
     pad_id = tokenizer.token_to_id("[PAD]")
     if pad_id is None:
         pad_id = tokenizer.token_to_id("<pad>") or 0
-    input_ids[:] = pad_id
+    return int(pad_id)
+
+
+def pad_rows(rows: list[TokenRow], pad_id: int) -> dict[str, np.ndarray]:
+    """Model inputs for ``rows``, padded to the longest: ids, attention mask, token types, target mask."""
+    width = max(len(r[0]) for r in rows)
+    n = len(rows)
+    input_ids = np.full((n, width), pad_id, dtype=np.int64)
+    attention = np.zeros((n, width), dtype=np.int64)
+    token_type = np.zeros((n, width), dtype=np.int64)
+    target_mask = np.zeros((n, width), dtype=np.float32)
     for i, (ids, types, target) in enumerate(rows):
         k = len(ids)
         input_ids[i, :k] = ids
@@ -105,6 +118,15 @@ def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> 
         "token_type_ids": token_type,
         "target_mask": target_mask,
     }
+
+
+def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> dict[str, np.ndarray]:
+    """Tokenize a batch with a ``tokenizers.Tokenizer``: ids, attention mask, token types, target mask.
+
+    The tokenizer must have truncation and padding disabled; this function pads to the longest
+    item (so callers should sort by length to cut padding) and truncates the first segment only.
+    """
+    return pad_rows(encode_rows(tokenizer, items, max_length), pad_id_of(tokenizer))
 
 
 def _truncate_first(
