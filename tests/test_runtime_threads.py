@@ -73,7 +73,7 @@ def test_parallel_batches_give_the_same_logits_as_one_at_a_time():
     words = "the Asian visitors and a Muslim neighbour met an old blind man near the Black church".split()
     items = []
     for i in range(90):
-        text = " ".join(words[: 4 + i % 11] + ["Asian"] + words[i % 5 :])
+        text = " ".join([*words[: 4 + i % 11], "Asian", *words[i % 5 :]])
         start = text.index("Asian")
         items.append(MentionInput(text, start, start + 5, "asian", "a person of Asian race/ethnicity"))
     one = JointModel(batch_size=4, intra_op_threads=1)
