@@ -7,8 +7,9 @@ in the same run.
 ``--ab BASE NEW`` compares two checkouts end to end (each side in its own process, alternating;
 CPU and wall seconds; the two sides' output documents are checked to be identical).
 ``--threads-sweep`` runs DataLoader workers x ONNX Runtime threads configurations in turn on the
-same documents: 2 workers x 1 thread, 1 worker x 2 threads, 2 workers x ONNX Runtime's default
-threads, and 2 workers with fairstream's automatic choice.
+same documents: 1 worker x 2 intra-op threads, 1 worker x 1 thread, 1 worker with fairstream's
+automatic choice (one thread per pass, as many passes at once as cores), 2 workers x 1 thread, 2
+workers x ONNX Runtime's default threads, and 2 workers with the automatic choice.
 
     python benchmarks/bench_stream.py [--corpus DIR] [--limit N] [--threads T] [--quick]
     python benchmarks/bench_stream.py --ab /tmp/base . [--rounds 3] [--threads 1] [--limit N]
@@ -252,6 +253,8 @@ def run_threads_sweep(args: argparse.Namespace, docs: list[dict], mb: float) -> 
     base = _common_args(args)
     named = {
         "1 worker x 2 threads": [*base, "--workers", "1", "--threads", "2"],
+        "1 worker x 1 thread": [*base, "--workers", "1", "--threads", "1"],
+        "1 worker x automatic": [*base, "--workers", "1"],
         "2 workers x 1 thread": [*base, "--workers", "2", "--threads", "1"],
         "2 workers x ORT default threads": [*base, "--workers", "2", "--threads", "0"],
         "2 workers x automatic": [*base, "--workers", "2"],
