@@ -154,6 +154,18 @@ class FilterConfig:
             allowed="a whole number >= 1",
         ),
     )
+    scan_workers: int | None = field(
+        default=None,
+        metadata=_opt(
+            "processes running the keyword stage (matching, sentence splitting) beside the model, so "
+            "a GPU is not held back by one core scanning text; default: the cores minus one when the "
+            "model runs on a GPU, 0 (scan in the model's process) on CPU; speed only",
+            check=lambda v: v is None or _whole(0)(v),
+            allowed="a whole number >= 0",
+            cli_type=int,
+            metavar="N",
+        ),
+    )
     min_tokens: int = field(
         default=16,
         metadata=_opt(

@@ -3,13 +3,22 @@
 Model calls are batched across all documents passed to ``tag_batch`` and answered from a bounded
 LRU cache for repeated sentences (web boilerplate). Documents and sentences without keyword
 mentions cost no model call.
+
+With ``scan_workers=N`` the keyword stage (matching, sentence splitting, word tokens) runs in N
+worker processes, so a fast model (a GPU) is not held back by one core scanning text: the main
+process sends chunks of documents to them and, while they scan the next chunks, judges the mentions
+of the chunks already scanned.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import math
+import multiprocessing
 import time
 from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -50,6 +59,22 @@ class TaggedDocument:
     sentences: list[TaggedSentence]
 
 
+Key = tuple[str, int, int, str]  # (sentence, start, end, keyword): one judged mention
+
+# the keyword stage of a scan worker process (set by its initializer)
+_worker_extractor: CandidateExtractor | None = None
+
+
+def _init_scan_worker(taxonomy: Taxonomy, splitter: SplitterName, length_filter: LengthFilter) -> None:
+    global _worker_extractor
+    _worker_extractor = CandidateExtractor(taxonomy, splitter=splitter, length_filter=length_filter)
+
+
+def _scan_in_worker(texts: list[str]) -> list[DocumentScan]:
+    assert _worker_extractor is not None, "scan worker without its initializer"
+    return [_worker_extractor.scan(t) for t in texts]
+
+
 class Tagger:
     """Candidate extraction + model predictions with a bounded cache.
 
@@ -61,6 +86,12 @@ class Tagger:
             batch-invariant model (the shipped one) a cached prediction equals a recomputed one, so
             decisions and exact resume do not depend on it; with a model that is not, the cache is
             turned off (its answers would depend on what was judged before).
+        scan_workers: processes running the keyword stage (0: in this process). Worth it when the
+            model is faster than one core's keyword stage (about 10 MB/s of web text): a GPU. The
+            tags are the same; with a batch-invariant model the mentions of scanned chunks are
+            judged while later chunks are scanned, else in one call after the last chunk. Inside a
+            daemonic process (a DataLoader worker), which may not start processes, it falls back
+            to 0 with a warning.
     """
 
     def __init__(
@@ -72,9 +103,12 @@ class Tagger:
         length_filter: LengthFilter | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         batch_size: int = 8,
+        scan_workers: int = 0,
     ) -> None:
         if cache_size < 0:
             raise ValueError(f"cache_size={cache_size} must be >= 0")
+        if scan_workers < 0:
+            raise ValueError(f"scan_workers={scan_workers} must be >= 0 (0: scan in this process)")
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} must be >= 1")
         self.extractor = CandidateExtractor(taxonomy, splitter=splitter, length_filter=length_filter)
@@ -88,20 +122,134 @@ class Tagger:
             logger.info("%s is not batch-invariant: the prediction cache is off", self.model.name)
             cache_size = 0
         self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, int, int, str], Prediction] = OrderedDict()
+        self.scan_workers = scan_workers
+        self._scan_args = (self.taxonomy, splitter, self.extractor.length_filter)
+        self._scan_pool: ProcessPoolExecutor | None = None
+        self._cache: OrderedDict[Key, Prediction] = OrderedDict()
         self.cache_hits = 0  # mentions answered from the cache (judged in an earlier call)
         self.batch_repeats = 0  # mentions repeated within one call, judged once
         self.model_calls = 0
         self.mentions_predicted = 0
         self.seconds = {"scan": 0.0, "model": 0.0}  # where the tagger's time goes (for benchmarks)
 
+    def __getstate__(self) -> dict[str, object]:
+        state = self.__dict__.copy()
+        state["_scan_pool"] = None  # processes do not pickle; a copy starts its own
+        return state
+
+    def close(self) -> None:
+        """Stop the scan worker processes (started again by the next ``tag_batch``)."""
+        if self._scan_pool is not None:
+            self._scan_pool.shutdown(cancel_futures=True)
+            self._scan_pool = None
+
+    def _pool(self) -> ProcessPoolExecutor | None:
+        if self.scan_workers == 0:
+            return None
+        if self._scan_pool is None:
+            if multiprocessing.current_process().daemon:
+                logger.warning(
+                    "scan_workers=%d ignored: a daemonic process (e.g. a DataLoader worker) cannot start "
+                    "processes; scanning in this process",
+                    self.scan_workers,
+                )
+                self.scan_workers = 0
+                return None
+            # fork (Linux): starts in milliseconds and needs no `if __name__ == "__main__":` guard in
+            # the user's script; the workers only scan text, touching none of the locks the model's
+            # threads may hold. Elsewhere spawn, which needs that guard (as DataLoader workers do).
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            self._scan_pool = ProcessPoolExecutor(
+                self.scan_workers,
+                mp_context=multiprocessing.get_context(method),
+                initializer=_init_scan_worker,
+                initargs=self._scan_args,
+            )
+        return self._scan_pool
+
     def tag_batch(self, texts: list[str]) -> list[TaggedDocument]:
-        """Tag several documents with one batched model call for all their uncached mentions."""
+        """Tag several documents, batching model calls over all their uncached mentions."""
+        pool = self._pool() if len(texts) > 1 else None
+        if pool is not None:
+            return self._tag_with_workers(texts, pool)
         t0 = time.perf_counter()
         scans = [self.extractor.scan(t) for t in texts]
-        todo: dict[tuple[str, int, int, str], MentionInput] = {}
-        found: dict[tuple[str, int, int, str], Prediction] = {}
-        keys: list[list[list[tuple[str, int, int, str]]]] = []
+        todo: dict[Key, MentionInput] = {}
+        found: dict[Key, Prediction] = {}
+        keys: list[list[list[Key]]] = []
+        self._collect(texts, scans, todo, found, keys)
+        t1 = time.perf_counter()
+        self.seconds["scan"] += t1 - t0
+        if todo:
+            self._judge(list(todo), todo, found)
+            self._remember_all(todo, found)
+            self.seconds["model"] += time.perf_counter() - t1
+        return self._tagged(scans, keys, found)
+
+    def _tag_with_workers(self, texts: list[str], pool: ProcessPoolExecutor) -> list[TaggedDocument]:
+        """``tag_batch`` with the keyword stage in ``pool``, judging chunks while later ones are scanned."""
+        chunk = min(64, max(1, math.ceil(len(texts) / (4 * self.scan_workers))))
+        starts = range(0, len(texts), chunk)
+        futures = [pool.submit(_scan_in_worker, texts[lo : lo + chunk]) for lo in starts]
+        # a batch-invariant model judges a mention alike in any batch: send what is scanned once it
+        # fills a few batches; otherwise one call, as without workers
+        invariant = getattr(self.model, "batch_invariant", False)
+        flush_at = max(256, 32 * (getattr(self.model, "batch_size", None) or 8)) if invariant else math.inf
+        scans: list[DocumentScan] = []
+        todo: dict[Key, MentionInput] = {}
+        found: dict[Key, Prediction] = {}
+        keys: list[list[list[Key]]] = []
+        waiting: list[Key] = []
+        for lo, future in zip(starts, futures, strict=True):
+            t0 = time.perf_counter()
+            chunk_scans = future.result()
+            scans += chunk_scans
+            before = len(todo)
+            self._collect(texts[lo : lo + chunk], chunk_scans, todo, found, keys)
+            waiting += itertools.islice(todo, before, None)
+            t1 = time.perf_counter()
+            self.seconds["scan"] += t1 - t0
+            if len(waiting) >= flush_at or (waiting and lo == starts[-1]):
+                self._judge(waiting, todo, found)
+                waiting = []
+                self.seconds["model"] += time.perf_counter() - t1
+        self._remember_all(todo, found)  # after the last lookup, as without workers (same LRU state)
+        return self._tagged(scans, keys, found)
+
+    def _judge(self, batch: list[Key], todo: dict[Key, MentionInput], found: dict[Key, Prediction]) -> None:
+        preds = self.model.predict([todo[k] for k in batch])
+        self.model_calls += 1
+        self.mentions_predicted += len(preds)
+        found.update(zip(batch, preds, strict=True))
+
+    def _remember_all(self, todo: dict[Key, MentionInput], found: dict[Key, Prediction]) -> None:
+        for key in todo:
+            self._remember(key, found[key])
+
+    @staticmethod
+    def _tagged(
+        scans: list[DocumentScan], keys: list[list[list[Key]]], found: dict[Key, Prediction]
+    ) -> list[TaggedDocument]:
+        return [
+            TaggedDocument(
+                scan,
+                [
+                    TaggedSentence(cand, [found[k] for k in sent_keys])
+                    for cand, sent_keys in zip(scan.candidates, doc_keys, strict=True)
+                ],
+            )
+            for scan, doc_keys in zip(scans, keys, strict=True)
+        ]
+
+    def _collect(
+        self,
+        texts: list[str],
+        scans: list[DocumentScan],
+        todo: dict[Key, MentionInput],
+        found: dict[Key, Prediction],
+        keys: list[list[list[Key]]],
+    ) -> None:
+        """Each mention's key; new ones into ``todo``, cached ones into ``found`` (repeats counted)."""
         for text, scan in zip(texts, scans, strict=True):
             doc_keys = []
             for cand in scan.candidates:
@@ -122,26 +270,8 @@ class Tagger:
                         todo[key] = MentionInput(sent, key[1], key[2], attr.keyword, attr.gloss)
                 doc_keys.append(sent_keys)
             keys.append(doc_keys)
-        t1 = time.perf_counter()
-        self.seconds["scan"] += t1 - t0
-        if todo:
-            preds = self.model.predict(list(todo.values()))
-            self.model_calls += 1
-            self.mentions_predicted += len(preds)
-            for key, pred in zip(todo.keys(), preds, strict=True):
-                found[key] = pred
-                self._remember(key, pred)
-            self.seconds["model"] += time.perf_counter() - t1
-        out = []
-        for scan, doc_keys in zip(scans, keys, strict=True):
-            tagged = [
-                TaggedSentence(cand, [found[k] for k in sent_keys])
-                for cand, sent_keys in zip(scan.candidates, doc_keys, strict=True)
-            ]
-            out.append(TaggedDocument(scan, tagged))
-        return out
 
-    def _remember(self, key: tuple[str, int, int, str], pred: Prediction) -> None:
+    def _remember(self, key: Key, pred: Prediction) -> None:
         if self.cache_size == 0:
             return
         self._cache[key] = pred

@@ -1,0 +1,98 @@
+"""The keyword stage in worker processes (``scan_workers``): same tags, counts and outputs as in-process."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Any
+
+import pytest
+from torch.utils.data import DataLoader
+
+from fairstream.cli import main, sample_corpus_path
+from fairstream.core.config import FilterConfig
+from fairstream.core.step import FilterStep, default_scan_workers
+from fairstream.models.runtime import JointModel, usable_cores
+from fairstream.stream.dataset import FairStream
+from fairstream.stream.tagger import Tagger
+
+
+def sample_docs(n: int = 150) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in sample_corpus_path().open(encoding="utf-8")][:n]
+
+
+@pytest.fixture(scope="module")
+def shipped() -> JointModel:
+    return JointModel(intra_op_threads=1)
+
+
+def test_worker_scans_tag_exactly_as_in_process(shipped):
+    texts = [d["text"] for d in sample_docs()]
+    here, workers = Tagger(shipped, scan_workers=0), Tagger(shipped, scan_workers=2)
+    try:
+        for lo in range(0, len(texts), 50):  # three calls: the cache carries across them in both
+            assert workers.tag_batch(texts[lo : lo + 50]) == here.tag_batch(texts[lo : lo + 50])
+        assert workers._scan_pool is not None  # the scans really ran in worker processes
+        for name in ("mentions_predicted", "cache_hits", "batch_repeats"):
+            assert getattr(workers, name) == getattr(here, name), name
+        assert workers.mentions_predicted > 0 and list(workers._cache) == list(here._cache)
+    finally:
+        workers.close()
+    assert workers._scan_pool is None
+
+
+def test_stream_with_scan_workers_keeps_and_drops_the_same(shipped):
+    docs = sample_docs(300)
+
+    def run(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        stream = FairStream(docs, model=shipped, cap=0.01, warmup=0, annotate=True, scan_workers=n)
+        return list(stream), stream.stats()
+
+    (plain, plain_stats), (pooled, pooled_stats) = run(0), run(2)
+    assert pooled == plain and len(plain) > 0
+    counts = {k: v for k, v in plain_stats["counters"].items() if k != "model_calls"}
+    assert {k: v for k, v in pooled_stats["counters"].items() if k != "model_calls"} == counts
+    assert counts["docs_in"] == len(docs) and counts["sentences_dropped"] > 0
+
+
+def _stream_in_worker(docs: list[dict[str, Any]]) -> list[Any]:
+    return list(DataLoader(FairStream(docs, cap=0.01, scan_workers=1), batch_size=None, num_workers=1))
+
+
+def test_dataloader_worker_falls_back_to_scanning_in_process():
+    # DataLoader workers are daemonic and may not start processes: the setting is ignored there
+    # (with a warning) and the worker filters exactly as without it
+    docs = sample_docs(40)
+    out = _stream_in_worker(docs)
+    assert out == list(FairStream(docs, cap=0.01)) and len(out) > 30
+
+
+def test_pickled_tagger_carries_the_setting_not_the_processes(shipped):
+    tagger = Tagger(shipped, scan_workers=1)
+    tagger.tag_batch(["An Asian visitor met a Muslim neighbour.", "Nothing here."])
+    assert tagger._scan_pool is not None
+    clone = pickle.loads(pickle.dumps(tagger))
+    assert clone.scan_workers == 1 and clone._scan_pool is None
+    tagger.close()
+
+
+def test_scan_workers_argument_checks_and_defaults(shipped, tmp_path):
+    with pytest.raises(ValueError, match=r"scan_workers=-1 must be >= 0"):
+        Tagger(shipped, scan_workers=-1)
+    assert default_scan_workers(shipped) == 0  # on CPU the model uses the cores
+    gpu_like = type("Gpu", (), {"device": "cuda:0"})()
+    assert default_scan_workers(gpu_like) == max(1, usable_cores() - 1)
+    assert FilterStep(FilterConfig(scan_workers=3), model=shipped).tagger.scan_workers == 3
+    assert FilterStep(model=shipped).tagger.scan_workers == 0
+    code = main(["filter", str(sample_corpus_path()), "-o", str(tmp_path / "o"), "--scan-workers", "-2"])
+    assert code == 2 and not (tmp_path / "o").exists()
+
+
+def test_cli_scan_workers_writes_the_same_outputs(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in sample_docs(120)), encoding="utf-8")
+    outs = {}
+    for n in (0, 2):
+        assert main(["filter", str(corpus), "-o", str(tmp_path / f"o{n}"), "--scan-workers", str(n)]) == 0
+        outs[n] = (tmp_path / f"o{n}" / "data" / "c.jsonl").read_text(encoding="utf-8")
+    assert outs[0] == outs[2] and 100 < outs[0].count("\n") <= 120
