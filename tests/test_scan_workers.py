@@ -76,11 +76,12 @@ def test_pickled_tagger_carries_the_setting_not_the_processes(shipped):
     tagger.close()
 
 
-def test_scan_workers_argument_checks_and_defaults(shipped, tmp_path):
+def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shipped, tmp_path):
     with pytest.raises(ValueError, match=r"scan_workers=-1 must be >= 0"):
         Tagger(shipped, scan_workers=-1)
     assert default_scan_workers(shipped) == 0  # on CPU the model uses the cores
-    gpu_like = type("Gpu", (), {"device": "cuda:0"})()
+    assert shipped.device == "cpu"
+    gpu_like = type("Gpu", (), {"device": "cuda:0"})()  # as TorchJointModel on a GPU names itself
     assert default_scan_workers(gpu_like) == max(1, usable_cores() - 1)
     assert FilterStep(FilterConfig(scan_workers=3), model=shipped).tagger.scan_workers == 3
     assert FilterStep(model=shipped).tagger.scan_workers == 0

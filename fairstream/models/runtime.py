@@ -298,6 +298,11 @@ class JointModel:
             return 1, self.batch_threads or share
         return intra, self.batch_threads or 1
 
+    @property
+    def device(self) -> str:
+        """``cpu``, or ``cuda`` when a GPU execution provider (CUDA, TensorRT) comes first."""
+        return "cpu" if self._wanted_providers()[0] == "CPUExecutionProvider" else "cuda"
+
     def _wanted_providers(self) -> list[str]:
         import onnxruntime as ort
 
