@@ -26,7 +26,7 @@ from typing import Any
 
 from fairstream.core.config import FilterConfig
 from fairstream.core.stats import StreamStats
-from fairstream.core.step import FilterStep, output_document
+from fairstream.core.step import FilterStep, output_document, read_one_ahead
 from fairstream.errors import FairStreamError, OutputError, option
 from fairstream.io import (
     atomic_write,
@@ -131,7 +131,12 @@ class FilterJob:
         output is written.
         """
         annotation_field = "fairstream" if self.annotate else None
-        for window in _windows(reader.records(), self.config.lookahead):
+        windows = _windows(reader.records(), self.config.lookahead)
+        # with scan workers the next window is read (and scanned by them) while this one is judged
+        ahead = read_one_ahead(windows) if step.prefetches else ((w, None) for w in windows)
+        for window, following in ahead:
+            if following is not None:
+                step.prefetch([rec.data for rec in following])
             start = window[0].index
             lines = {rec.index: rec.line for rec in window}
             results = step.process(

@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 
 from fairstream.cli import main, sample_corpus_path
 from fairstream.core.config import FilterConfig
-from fairstream.core.step import FilterStep, default_scan_workers
+from fairstream.core.step import FilterStep, default_scan_workers, read_one_ahead
 from fairstream.models.runtime import JointModel, usable_cores
 from fairstream.stream.dataset import FairStream
 from fairstream.stream.tagger import Tagger
@@ -45,8 +45,13 @@ def test_stream_with_scan_workers_keeps_and_drops_the_same(shipped):
     docs = sample_docs(300)
 
     def run(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        stream = FairStream(docs, model=shipped, cap=0.01, warmup=0, annotate=True, scan_workers=n)
-        return list(stream), stream.stats()
+        stream = FairStream(
+            docs, model=shipped, cap=0.01, warmup=0, annotate=True, scan_workers=n, lookahead=64
+        )
+        out = list(stream)
+        # with workers, each window after the first was scanned while the one before was judged
+        assert stream.tagger.prefetched_calls == (4 if n else 0)
+        return out, stream.stats()
 
     (plain, plain_stats), (pooled, pooled_stats) = run(0), run(2)
     assert pooled == plain and len(plain) > 0
@@ -97,3 +102,32 @@ def test_cli_scan_workers_writes_the_same_outputs(tmp_path):
         assert main(["filter", str(corpus), "-o", str(tmp_path / f"o{n}"), "--scan-workers", str(n)]) == 0
         outs[n] = (tmp_path / f"o{n}" / "data" / "c.jsonl").read_text(encoding="utf-8")
     assert outs[0] == outs[2] and 100 < outs[0].count("\n") <= 120
+
+
+def test_read_one_ahead_hands_out_what_was_read_before_an_error():
+    def items():
+        yield from (1, 2, 3)
+        raise OSError("truncated shard")
+
+    got = []
+    with pytest.raises(OSError, match="truncated shard"):
+        for pair in read_one_ahead(items()):
+            got.append(pair)
+    assert got == [(1, 2), (2, 3), (3, None)]
+    assert list(read_one_ahead(iter([]))) == [] and list(read_one_ahead(iter([7]))) == [(7, None)]
+
+
+def test_failing_source_with_scan_workers_emits_everything_before_the_error(shipped):
+    docs = sample_docs(50)
+
+    def source():
+        yield from docs[:23]
+        raise OSError("corrupt record after 23 documents")
+
+    expected = list(FairStream(docs[:23], model=shipped, cap=0.01, lookahead=5))
+    stream = FairStream(source(), model=shipped, cap=0.01, lookahead=5, scan_workers=1)
+    out = []
+    with pytest.raises(OSError, match="corrupt record"):
+        for doc in stream:
+            out.append(doc)
+    assert out == expected and stream.stats()["counters"]["docs_in"] == 23

@@ -12,9 +12,9 @@ reproducible: ``state_dict()`` taken between two documents restores exactly.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from fairstream.core.cap import CapController, UnitCounts, sentence_regard
 from fairstream.core.config import FilterConfig
@@ -28,6 +28,8 @@ from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, coerce_text
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,29 @@ class DocResult:
             for s, ts in zip(self.annotation["sentences"], self.tagged.sentences, strict=True)
         ]
         return {**self.annotation, "sentences": sentences}
+
+
+def read_one_ahead(items: Iterator[T]) -> Iterator[tuple[T, T | None]]:
+    """Each item with the one after it (``None`` after the last), read before the item is handed out.
+
+    If reading the next item fails, the current one is handed out first (with ``None``) and the
+    error raised after it, so nothing read before a corrupt record is lost.
+    """
+    try:
+        current = next(items)
+    except StopIteration:
+        return
+    while True:
+        try:
+            following = next(items)
+        except StopIteration:
+            yield current, None
+            return
+        except Exception as exc:
+            yield current, None
+            raise exc
+        yield current, following
+        current = following
 
 
 def default_scan_workers(model: Any) -> int:
@@ -145,6 +170,16 @@ class FilterStep:
             )
         except InvalidDocumentError as exc:
             return exc
+
+    @property
+    def prefetches(self) -> bool:
+        """Whether callers should hand the next window to ``prefetch`` (the keyword stage runs in workers)."""
+        return self.tagger.prefetches
+
+    def prefetch(self, docs: Sequence[Any]) -> None:
+        """Start the keyword stage of the next window's documents while this one is judged."""
+        texts = [self.text_of(doc, "document") for doc in docs]
+        self.tagger.prefetch([t for t in texts if isinstance(t, str)])
 
     def tag(self, texts: list[str]) -> list[TaggedDocument]:
         """Keywords, candidate sentences and model judgements of several texts (one batched model call)."""

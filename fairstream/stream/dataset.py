@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fairstream.core.config import GRANULARITIES, FilterConfig
-from fairstream.core.step import FilterStep, output_document, remove_spans
+from fairstream.core.step import FilterStep, output_document, read_one_ahead, remove_spans
 from fairstream.errors import InvalidDocumentError, MissingDependencyError
 from fairstream.stream.tagger import MentionModel
 from fairstream.taxonomy import Taxonomy
@@ -177,7 +177,23 @@ class FairStream(IterableDataset):
         # quantization makes model outputs depend slightly on the batch they were computed in.
         local = max(0, (resume - shard + n_shards - 1) // n_shards)
         window_start = shard + (local // self.lookahead) * self.lookahead * n_shards
-        source = self._indexed_source(window_start)
+        windows = self._windows(self._indexed_source(window_start))
+        if not self.step.prefetches:
+            for window in windows:
+                yield from self._process_window(window, n_shards, resume)
+            return
+        # keyword stage in worker processes: they scan the next window while this one is judged
+        for window, following in read_one_ahead(windows):
+            if following is not None:
+                self.step.prefetch([doc for _, doc in following])
+            yield from self._process_window(window, n_shards, resume)
+
+    def _windows(self, source: Iterator[tuple[int, Any]]) -> Iterator[list[tuple[int, Any]]]:
+        """Consecutive windows of ``lookahead`` documents.
+
+        If the source fails (e.g. a corrupt shard), the documents it gave before the error come out
+        first, then the error.
+        """
         while True:
             window: list[tuple[int, Any]] = []
             try:
@@ -185,11 +201,12 @@ class FairStream(IterableDataset):
                     window.append(item)
                     if len(window) >= self.lookahead:
                         break
-            except Exception:
-                # the source failed (e.g. a corrupt shard): emit what it gave before the error first
-                yield from self._process_window(window, n_shards, resume)
-                raise
-            yield from self._process_window(window, n_shards, resume)
+            except Exception as exc:
+                if window:
+                    yield window
+                raise exc
+            if window:
+                yield window
             if len(window) < self.lookahead:
                 return
 

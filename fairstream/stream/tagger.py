@@ -18,7 +18,7 @@ import math
 import multiprocessing
 import time
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -125,16 +125,21 @@ class Tagger:
         self.scan_workers = scan_workers
         self._scan_args = (self.taxonomy, splitter, self.extractor.length_filter)
         self._scan_pool: ProcessPoolExecutor | None = None
+        # scans started by ``prefetch``, oldest first: the window after the one being tagged, and
+        # the one after it that the caller hands over before tagging it
+        self._prefetched: list[tuple[list[str], int, list[Future[list[DocumentScan]]]]] = []
         self._cache: OrderedDict[Key, Prediction] = OrderedDict()
         self.cache_hits = 0  # mentions answered from the cache (judged in an earlier call)
         self.batch_repeats = 0  # mentions repeated within one call, judged once
         self.model_calls = 0
+        self.prefetched_calls = 0  # tag_batch calls whose scans were started by ``prefetch``
         self.mentions_predicted = 0
         self.seconds = {"scan": 0.0, "model": 0.0}  # where the tagger's time goes (for benchmarks)
 
     def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()
         state["_scan_pool"] = None  # processes do not pickle; a copy starts its own
+        state["_prefetched"] = []
         return state
 
     def close(self) -> None:
@@ -142,6 +147,22 @@ class Tagger:
         if self._scan_pool is not None:
             self._scan_pool.shutdown(cancel_futures=True)
             self._scan_pool = None
+        self._prefetched = []
+
+    @property
+    def prefetches(self) -> bool:
+        """Whether ``prefetch`` does anything (``scan_workers`` > 0): callers then read a window ahead."""
+        return self.scan_workers > 0
+
+    def prefetch(self, texts: list[str]) -> None:
+        """Start scanning ``texts`` in the scan workers now, for the ``tag_batch(texts)`` call to come.
+
+        Callers hand over the next window before the model judges the current one, so the workers
+        scan while the model runs; the later ``tag_batch`` with equal texts takes these scans.
+        """
+        pool = self._pool() if len(texts) > 1 else None
+        if pool is not None:
+            self._prefetched = [*self._prefetched[-1:], (list(texts), *self._submit_scans(texts, pool))]
 
     def _pool(self) -> ProcessPoolExecutor | None:
         if self.scan_workers == 0:
@@ -188,9 +209,14 @@ class Tagger:
 
     def _tag_with_workers(self, texts: list[str], pool: ProcessPoolExecutor) -> list[TaggedDocument]:
         """``tag_batch`` with the keyword stage in ``pool``, judging chunks while later ones are scanned."""
-        chunk = min(64, max(1, math.ceil(len(texts) / (4 * self.scan_workers))))
+        ahead = next((p for p in self._prefetched if p[0] == texts), None)
+        if ahead is not None:
+            _, chunk, futures = ahead
+            self._prefetched.remove(ahead)
+            self.prefetched_calls += 1
+        else:
+            chunk, futures = self._submit_scans(texts, pool)
         starts = range(0, len(texts), chunk)
-        futures = [pool.submit(_scan_in_worker, texts[lo : lo + chunk]) for lo in starts]
         # a batch-invariant model judges a mention alike in any batch: send what is scanned once it
         # fills a few batches; otherwise one call, as without workers
         invariant = getattr(self.model, "batch_invariant", False)
@@ -215,6 +241,14 @@ class Tagger:
                 self.seconds["model"] += time.perf_counter() - t1
         self._remember_all(todo, found)  # after the last lookup, as without workers (same LRU state)
         return self._tagged(scans, keys, found)
+
+    def _submit_scans(
+        self, texts: list[str], pool: ProcessPoolExecutor
+    ) -> tuple[int, list[Future[list[DocumentScan]]]]:
+        chunk = min(64, max(1, math.ceil(len(texts) / (4 * self.scan_workers))))
+        return chunk, [
+            pool.submit(_scan_in_worker, texts[lo : lo + chunk]) for lo in range(0, len(texts), chunk)
+        ]
 
     def _judge(self, batch: list[Key], todo: dict[Key, MentionInput], found: dict[Key, Prediction]) -> None:
         preds = self.model.predict([todo[k] for k in batch])
