@@ -502,11 +502,18 @@ class _Null:
         return {}
 
 
-def end_to_end(texts: list[str], device: str, threads: int | None, batch_size: int | None) -> dict[str, Any]:
+def end_to_end(
+    texts: list[str],
+    device: str,
+    threads: int | None,
+    batch_size: int | None,
+    scan_workers: int | None = None,
+) -> dict[str, Any]:
     """The filter over ``texts`` with the model of ``device``: rates and the stage split.
 
     Runs ``FilterStep``, the core that every adapter (``FairStream``, ``fairstream filter``,
-    ``datasets.map``, ...) feeds, over look-ahead windows as the adapters do; no torch on the CPU path.
+    ``datasets.map``, ...) feeds, over look-ahead windows as the adapters do (with scan workers, the
+    next window is handed to them before the current one is judged); no torch on the CPU path.
     """
     from fairstream.core.config import FilterConfig
     from fairstream.core.step import FilterStep
@@ -517,13 +524,18 @@ def end_to_end(texts: list[str], device: str, threads: int | None, batch_size: i
     model.predict_logits(
         [MentionInput("A Muslim family opened a bakery.", 2, 8, "muslim", "who believes in Islam")]
     )
-    step = FilterStep(FilterConfig(cap=0.01, device=device), model=model)
+    step = FilterStep(FilterConfig(cap=0.01, device=device, scan_workers=scan_workers), model=model)
     window = step.config.lookahead
+    if step.prefetches:  # start the worker processes outside the timing
+        step.tagger.tag_batch(["An Asian visitor met a Muslim neighbour.", "Nothing to see."])
     t0, c0 = time.perf_counter(), time.process_time()
     n_out = 0
     for lo in range(0, len(texts), window):
+        if step.prefetches and lo + window < len(texts):
+            step.prefetch(texts[lo + window : lo + 2 * window])
         n_out += len(step.process(texts[lo : lo + window], start=lo, annotate=False))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    step.tagger.close()
     stats = step.stats()
     seconds = stats.get("seconds", {})
     mentions = stats.get("counters", {}).get("mentions_predicted", 0)
@@ -533,6 +545,7 @@ def end_to_end(texts: list[str], device: str, threads: int | None, batch_size: i
         "device": device,
         "model": model.name,
         "backend": type(model).__name__,
+        "scan_workers": step.tagger.scan_workers,
         "docs": len(texts),
         "docs_out": n_out,
         "mb": round(mb, 3),
@@ -568,6 +581,7 @@ def run_bench(
     max_pairs: int | None = None,
     text_field: str = "text",
     progress: bool = True,
+    scan_workers: int | None = None,
 ) -> BenchResult:
     """Measure everything described in the module docstring; see ``fairstream bench --help``."""
     from tqdm import tqdm
@@ -589,7 +603,7 @@ def run_bench(
     pairs = pairs[:cap] if cap else pairs
     if not pairs:
         raise ValueError(f"no keyword mentions to judge in {len(texts)} documents; give more or other shards")
-    e2e = end_to_end(texts, device, threads, None)
+    e2e = end_to_end(texts, device, threads, None, scan_workers)
     result = BenchResult(
         machine_info(),
         {"shards": paths, "docs": len(texts), "mb": e2e["mb"], "pairs_timed": len(pairs)},
@@ -624,7 +638,8 @@ def format_table(result: BenchResult) -> str:
         + (" ..." if len(result.corpus["shards"]) > 3 else "")
         + ").",
         "",
-        f"End to end (the filter step, {e['backend']} on {e['device']}): {_fmt(e['docs_per_s'], 1)} docs/s, "
+        f"End to end (the filter step, {e['backend']} on {e['device']}, "
+        f"{e.get('scan_workers', 0)} keyword-stage worker processes): {_fmt(e['docs_per_s'], 1)} docs/s, "
         f"{_fmt(e['mb_per_s'], 3)} MB/s, {_fmt(e['mentions_per_s'], 1)} judged mentions/s "
         f"({e['mentions_judged']} mentions, {e['wall_s']} s wall, {e['cpu_s']} s CPU); "
         f"time: model {e['split']['model_share']:.0%}, keyword stage {e['split']['keyword_share']:.0%}.",
@@ -774,6 +789,7 @@ def cmd_bench(args: Any) -> int:
         max_pairs=args.max_pairs,
         text_field=args.text_field,
         progress=not args.no_progress,
+        scan_workers=args.scan_workers,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
@@ -818,6 +834,13 @@ def register(add: Callable[..., Any]) -> None:
     )
     p.add_argument(
         "--threads", type=_whole(1), default=None, help="intra-op threads on CPU (default: the library's)"
+    )
+    p.add_argument(
+        "--scan-workers",
+        type=_whole(0),
+        default=None,
+        help="keyword-stage processes of the end-to-end run (default: the filter's: cores - 1 beside a GPU, "
+        "0 on CPU)",
     )
     p.add_argument(
         "--quick", action="store_true", help="a slice: 40 documents, 48 pairs, batch sizes 1 and 8"

@@ -148,3 +148,14 @@ def test_gpu_rows_run_on_a_gpu(tmp_path):
     fp16 = [r for r in rows if r["backend"] == "pytorch fp16 (sdpa)"]
     assert fp16 and fp16[0]["pairs_per_s"] > 0 and fp16[0]["gpu"]["peak_allocated_mib"] > 0
     assert fp16[0]["agreement_vs_int8"]["person_agreement"] >= 0.95
+
+
+def test_end_to_end_with_scan_workers_judges_the_same_mentions():
+    from fairstream.bench import end_to_end, load_texts
+
+    texts, _ = load_texts([], limit=300)  # the sample corpus: two look-ahead windows
+    plain = end_to_end(texts, "cpu", 1, None, scan_workers=0)
+    pooled = end_to_end(texts, "cpu", 1, None, scan_workers=1)
+    assert (plain["scan_workers"], pooled["scan_workers"]) == (0, 1)
+    assert pooled["docs_out"] == plain["docs_out"] == len(texts) == 300
+    assert pooled["mentions_judged"] == plain["mentions_judged"] > 0
