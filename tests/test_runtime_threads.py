@@ -84,3 +84,26 @@ def test_parallel_batches_give_the_same_logits_as_one_at_a_time():
     assert np.array_equal(w1, w3) and np.array_equal(r1, r3)
     clone = pickle.loads(pickle.dumps(many))  # the setting travels to workers, the pool does not
     assert clone.batch_threads == 3 and clone._pool is None
+
+
+def test_cpu_session_leaves_the_slow_skip_layer_norm_fusion_out(tmp_path):
+    # onnxruntime would fuse Add + LayerNormalization into SkipLayerNormalization, whose fp32 CPU
+    # kernel is ~8x slower; the optimised graph the session runs must keep them apart
+    import onnx
+
+    from fairstream.models.runtime import default_model_dir, make_session
+
+    shipped = default_model_dir() / "model.int8.onnx"
+    ours, default = tmp_path / "ours.onnx", tmp_path / "default.onnx"
+    make_session(shipped, ["CPUExecutionProvider"], 1, optimized_model_path=ours)
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.optimized_model_filepath = str(default)
+    ort.InferenceSession(str(shipped), opts, providers=["CPUExecutionProvider"])
+    ops = {
+        name: {n.op_type for n in onnx.load(str(path)).graph.node}
+        for name, path in [("ours", ours), ("default", default)]
+    }
+    assert "SkipLayerNormalization" in ops["default"]  # the fusion exists and would apply
+    assert "SkipLayerNormalization" not in ops["ours"] and "LayerNormalization" in ops["ours"]

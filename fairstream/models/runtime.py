@@ -32,7 +32,7 @@ DEFAULT_MODEL = "joint-v2"
 _PROVIDER_PREFERENCE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 # Graph fusions left out on the CPU provider because the fused kernel is slower than the ops it
 # replaces: onnxruntime 1.32's fp32 SkipLayerNormalization ran at 4.2 ns per element against 0.55 for
-# Add + LayerNormalization (one thread, 240 x 384 rows), and the whole int8 model gained 1.17x
+# Add + LayerNormalization (one thread, 240 x 384 rows), and the whole int8 model gained 1.14x
 # without it (benchmarks/bench_model_stage.py). Both forms normalise each row on its own, so batch
 # invariance is unchanged.
 CPU_DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
