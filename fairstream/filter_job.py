@@ -127,8 +127,8 @@ class FilterJob:
     ) -> Iterator[Any]:
         """The kept documents of one shard, read and filtered a look-ahead window at a time.
 
-        Only one window of the shard is in memory at a time: the reader is consumed as the
-        output is written.
+        Only one window of the shard is in memory at a time (two with scan workers, which scan the
+        next one while this one is judged): the reader is consumed as the output is written.
         """
         annotation_field = "fairstream" if self.annotate else None
         windows = _windows(reader.records(), self.config.lookahead)
