@@ -225,7 +225,10 @@ def _bert_config(
 
 
 def _attention_heads(graph: Any, inits: dict[str, Any], numpy_helper: Any, hidden: int) -> int | None:
-    """Heads from the shape the first query projection is reshaped to: ``[batch, seq, heads, head_dim]``."""
+    """Heads from the shape the first query projection is reshaped to.
+
+    transformers 4 exports ``[batch, seq, heads, head_dim]``; transformers 5 ``[batch, seq, -1, head_dim]``.
+    """
     producers = {o: n for n in graph.node for o in n.output}
 
     def ints(name: str, depth: int = 0) -> list[int]:
@@ -248,6 +251,8 @@ def _attention_heads(graph: Any, inits: dict[str, Any], numpy_helper: Any, hidde
             for h in values:
                 if h > 0 and hidden % h == 0 and hidden // h in values:
                     return h
+            if len(values) >= 2 and values[-2] == -1 and values[-1] > 0 and hidden % values[-1] == 0:
+                return hidden // values[-1]
     return None
 
 
