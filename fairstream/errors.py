@@ -72,5 +72,9 @@ class MissingDependencyError(FairStreamError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
 
+class WorkerError(FairStreamError, RuntimeError):
+    """A worker process died (killed, out of memory); the message says which and what to do."""
+
+
 class ConfigError(FairStreamError, ValueError):
     """A setting is outside its allowed values; the message names the setting and what is allowed."""

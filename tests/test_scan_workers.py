@@ -131,3 +131,27 @@ def test_failing_source_with_scan_workers_emits_everything_before_the_error(ship
         for doc in stream:
             out.append(doc)
     assert out == expected and stream.stats()["counters"]["docs_in"] == 23
+
+
+def test_a_killed_scan_worker_is_one_clear_error_and_the_tagger_recovers(shipped):
+    import os
+    import signal
+    import time
+
+    from fairstream.errors import WorkerError
+
+    texts = [d["text"] for d in sample_docs(20)]
+    tagger = Tagger(shipped, scan_workers=1)
+    first = tagger.tag_batch(texts)
+    assert tagger._scan_pool is not None
+    for wait_first in (False, True):  # the death seen when scans are handed over, or when awaited
+        assert tagger._scan_pool is not None
+        for pid in list(tagger._scan_pool._processes):  # a real SIGKILL, as the OOM killer sends
+            os.kill(pid, signal.SIGKILL)
+        if wait_first:
+            time.sleep(1.0)
+        with pytest.raises(WorkerError, match=r"keyword-stage worker process died.*scan_workers=0"):
+            tagger.tag_batch(texts)
+        assert tagger._scan_pool is None  # the broken pool is dropped; the next call starts a new one
+        assert tagger.tag_batch(texts) == first
+    tagger.close()

@@ -19,12 +19,14 @@ import multiprocessing
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from fairstream.candidates import CandidateExtractor, CandidateSentence, DocumentScan
 from fairstream.core.config import DEFAULT_CACHE_SIZE
+from fairstream.errors import WorkerError, option
 from fairstream.models.encoding import MentionInput
 from fairstream.models.runtime import JointModel, Prediction
 from fairstream.taxonomy import Taxonomy
@@ -228,7 +230,10 @@ class Tagger:
         waiting: list[Key] = []
         for lo, future in zip(starts, futures, strict=True):
             t0 = time.perf_counter()
-            chunk_scans = future.result()
+            try:
+                chunk_scans = future.result()
+            except BrokenProcessPool as exc:
+                raise self._worker_died(exc) from exc
             scans += chunk_scans
             before = len(todo)
             self._collect(texts[lo : lo + chunk], chunk_scans, todo, found, keys)
@@ -246,9 +251,19 @@ class Tagger:
         self, texts: list[str], pool: ProcessPoolExecutor
     ) -> tuple[int, list[Future[list[DocumentScan]]]]:
         chunk = min(64, max(1, math.ceil(len(texts) / (4 * self.scan_workers))))
-        return chunk, [
-            pool.submit(_scan_in_worker, texts[lo : lo + chunk]) for lo in range(0, len(texts), chunk)
-        ]
+        try:
+            return chunk, [
+                pool.submit(_scan_in_worker, texts[lo : lo + chunk]) for lo in range(0, len(texts), chunk)
+            ]
+        except BrokenProcessPool as exc:  # a worker died since the last call
+            raise self._worker_died(exc) from exc
+
+    def _worker_died(self, exc: BaseException) -> WorkerError:
+        self.close()  # the next call starts new workers
+        return WorkerError(
+            f"a keyword-stage worker process died ({exc}); it may have run out of memory: "
+            f"rerun with fewer scan workers or {option('scan_workers', 0)}"
+        )
 
     def _judge(self, batch: list[Key], todo: dict[Key, MentionInput], found: dict[Key, Prediction]) -> None:
         preds = self.model.predict([todo[k] for k in batch])
