@@ -521,13 +521,14 @@ def end_to_end(
 
     device = resolve_device(device)
     model = load_model(device=device, batch_size=batch_size, threads=threads)
+    step = FilterStep(FilterConfig(cap=0.01, device=device, scan_workers=scan_workers), model=model)
+    window = step.config.lookahead
+    # warm up outside the timing: the scan workers first (a scan the run never asks for), so they
+    # fork before CUDA starts in this process
+    step.tagger.prefetch(["An Asian visitor met a Muslim neighbour.", "A Muslim family opened a bakery."])
     model.predict_logits(
         [MentionInput("A Muslim family opened a bakery.", 2, 8, "muslim", "who believes in Islam")]
     )
-    step = FilterStep(FilterConfig(cap=0.01, device=device, scan_workers=scan_workers), model=model)
-    window = step.config.lookahead
-    if step.prefetches:  # start the worker processes outside the timing
-        step.tagger.tag_batch(["An Asian visitor met a Muslim neighbour.", "Nothing to see."])
     t0, c0 = time.perf_counter(), time.process_time()
     n_out = 0
     for lo in range(0, len(texts), window):
