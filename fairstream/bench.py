@@ -508,6 +508,7 @@ def end_to_end(
     threads: int | None,
     batch_size: int | None,
     scan_workers: int | None = None,
+    lookahead: int | None = None,
 ) -> dict[str, Any]:
     """The filter over ``texts`` with the model of ``device``: rates and the stage split.
 
@@ -521,7 +522,10 @@ def end_to_end(
 
     device = resolve_device(device)
     model = load_model(device=device, batch_size=batch_size, threads=threads)
-    step = FilterStep(FilterConfig(cap=0.01, device=device, scan_workers=scan_workers), model=model)
+    settings: dict[str, Any] = {"lookahead": lookahead} if lookahead is not None else {}
+    step = FilterStep(
+        FilterConfig(cap=0.01, device=device, scan_workers=scan_workers, **settings), model=model
+    )
     window = step.config.lookahead
     # warm up outside the timing: the scan workers first (a scan the run never asks for), so they
     # fork before CUDA starts in this process

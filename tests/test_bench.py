@@ -153,9 +153,9 @@ def test_gpu_rows_run_on_a_gpu(tmp_path):
 def test_end_to_end_with_scan_workers_judges_the_same_mentions():
     from fairstream.bench import end_to_end, load_texts
 
-    texts, _ = load_texts([], limit=300)  # the sample corpus: two look-ahead windows
-    plain = end_to_end(texts, "cpu", 1, None, scan_workers=0)
-    pooled = end_to_end(texts, "cpu", 1, None, scan_workers=1)
+    texts, _ = load_texts([], limit=300)  # the sample corpus, in three look-ahead windows
+    plain = end_to_end(texts, "cpu", 1, None, scan_workers=0, lookahead=100)
+    pooled = end_to_end(texts, "cpu", 1, None, scan_workers=1, lookahead=100)
     assert (plain["scan_workers"], pooled["scan_workers"]) == (0, 1)
     assert pooled["docs_out"] == plain["docs_out"] == len(texts) == 300
     assert pooled["mentions_judged"] == plain["mentions_judged"] > 0

@@ -127,10 +127,11 @@ class FilterConfig:
         ),
     )
     lookahead: int = field(
-        default=256,
+        default=1024,
         metadata=_opt(
-            "documents read ahead to batch model calls; a sentence repeated within this window "
-            "(web boilerplate) is judged once",
+            "documents read ahead to batch model calls (held in memory together; twice with scan "
+            "workers); a sentence repeated within this window (web boilerplate) is judged once; "
+            "speed only: 1024 ran 1.05x 256 on 2 CPU cores, larger windows feed a GPU bigger batches",
             check=_whole(1),
             allowed="a whole number >= 1",
         ),
