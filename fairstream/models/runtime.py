@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -39,7 +40,12 @@ CPU_DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 
 
 def make_session(
-    onnx_file: Path, providers: list[str], threads: int, *, optimized_model_path: Path | None = None
+    onnx_file: Path,
+    providers: list[str],
+    threads: int,
+    *,
+    optimized_model_path: Path | None = None,
+    disabled_optimizers: Sequence[str] | None = None,
 ) -> Any:
     """An ONNX Runtime session with fairstream's options (threads, optimisations, CPU fusions left out).
 
@@ -48,6 +54,8 @@ def make_session(
         providers: execution providers in order of preference.
         threads: intra-op threads; 0 for ONNX Runtime's own default.
         optimized_model_path: where to write the optimised graph (to inspect what runs).
+        disabled_optimizers: graph optimisers to leave out; ``None``: ``CPU_DISABLED_OPTIMIZERS`` on
+            the CPU provider, none elsewhere (``()`` gives onnxruntime's full set, for comparisons).
     """
     import onnxruntime as ort
 
@@ -56,7 +64,9 @@ def make_session(
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if optimized_model_path is not None:
         opts.optimized_model_filepath = str(optimized_model_path)
-    disabled = list(CPU_DISABLED_OPTIMIZERS) if providers[0] == "CPUExecutionProvider" else []
+    if disabled_optimizers is None:
+        disabled_optimizers = CPU_DISABLED_OPTIMIZERS if providers[0] == "CPUExecutionProvider" else ()
+    disabled = list(disabled_optimizers)
     return ort.InferenceSession(
         str(onnx_file), sess_options=opts, providers=providers, disabled_optimizers=disabled
     )
