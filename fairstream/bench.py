@@ -535,10 +535,9 @@ def end_to_end(
     )
     t0, c0 = time.perf_counter(), time.process_time()
     n_out = 0
-    for lo in range(0, len(texts), window):
-        if step.prefetches and lo + window < len(texts):
-            step.prefetch(texts[lo + window : lo + 2 * window])
-        n_out += len(step.process(texts[lo : lo + window], start=lo, annotate=False))
+    windows = ((lo, texts[lo : lo + window]) for lo in range(0, len(texts), window))
+    for lo, chunk in step.read_ahead(windows, lambda w: w[1]):
+        n_out += len(step.process(chunk, start=lo, annotate=False))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     step.tagger.close()
     stats = step.stats()

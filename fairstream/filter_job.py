@@ -26,7 +26,7 @@ from typing import Any
 
 from fairstream.core.config import FilterConfig
 from fairstream.core.stats import StreamStats
-from fairstream.core.step import FilterStep, output_document, read_one_ahead
+from fairstream.core.step import FilterStep, output_document
 from fairstream.errors import FairStreamError, OutputError, option
 from fairstream.io import (
     atomic_write,
@@ -132,11 +132,7 @@ class FilterJob:
         """
         annotation_field = "fairstream" if self.annotate else None
         windows = _windows(reader.records(), self.config.lookahead)
-        # with scan workers the next window is read (and scanned by them) while this one is judged
-        ahead = read_one_ahead(windows) if step.prefetches else ((w, None) for w in windows)
-        for window, following in ahead:
-            if following is not None:
-                step.prefetch([rec.data for rec in following])
+        for window in step.read_ahead(windows, lambda w: [rec.data for rec in w]):
             start = window[0].index
             lines = {rec.index: rec.line for rec in window}
             results = step.process(

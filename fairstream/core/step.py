@@ -12,7 +12,7 @@ reproducible: ``state_dict()`` taken between two documents restores exactly.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -30,6 +30,7 @@ from fairstream.text import LengthFilter, coerce_text
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+W = TypeVar("W")
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,22 @@ class FilterStep:
         """Start the keyword stage of the next window's documents while this one is judged."""
         texts = [self.text_of(doc, "document") for doc in docs]
         self.tagger.prefetch([t for t in texts if isinstance(t, str)])
+
+    def read_ahead(self, windows: Iterable[W], docs_of: Callable[[W], Sequence[Any]]) -> Iterator[W]:
+        """``windows`` in order, for callers that ``process`` one window at a time.
+
+        With scan workers each next window is read and handed to ``prefetch`` (its documents:
+        ``docs_of(window)``) before the current one comes out, so the workers scan it while this
+        one is judged; if reading it fails, the current window still comes out first. Without
+        them windows are read lazily, one at a time.
+        """
+        if not self.prefetches:
+            yield from windows
+            return
+        for window, following in read_one_ahead(iter(windows)):
+            if following is not None:
+                self.prefetch(docs_of(following))
+            yield window
 
     def tag(self, texts: list[str]) -> list[TaggedDocument]:
         """Keywords, candidate sentences and model judgements of several texts (one batched model call)."""

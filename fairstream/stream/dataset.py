@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fairstream.core.config import GRANULARITIES, FilterConfig
-from fairstream.core.step import FilterStep, output_document, read_one_ahead, remove_spans
+from fairstream.core.step import FilterStep, output_document, remove_spans
 from fairstream.errors import InvalidDocumentError, MissingDependencyError
 from fairstream.stream.tagger import MentionModel
 from fairstream.taxonomy import Taxonomy
@@ -178,14 +178,7 @@ class FairStream(IterableDataset):
         local = max(0, (resume - shard + n_shards - 1) // n_shards)
         window_start = shard + (local // self.lookahead) * self.lookahead * n_shards
         windows = self._windows(self._indexed_source(window_start))
-        if not self.step.prefetches:
-            for window in windows:
-                yield from self._process_window(window, n_shards, resume)
-            return
-        # keyword stage in worker processes: they scan the next window while this one is judged
-        for window, following in read_one_ahead(windows):
-            if following is not None:
-                self.step.prefetch([doc for _, doc in following])
+        for window in self.step.read_ahead(windows, lambda w: [doc for _, doc in w]):
             yield from self._process_window(window, n_shards, resume)
 
     def _windows(self, source: Iterator[tuple[int, Any]]) -> Iterator[list[tuple[int, Any]]]:
