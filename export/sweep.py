@@ -32,7 +32,8 @@ import torch
 from tokenizers import Tokenizer
 
 from export.config import TrainConfig
-from export.train import dev_fold, devdoc_folds, evaluate, fit, predict
+from export.modeling import JointCrossEncoder
+from export.train import dev_fold, devdoc_folds, evaluate, fit, predict, tensors
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,10 @@ DEFAULTS = {
     "repeat": {},
     "regard_only_data": False,
     "with_dev_documents": False,
+    "save_logits": False,
+    "save_model": False,
+    "distill_from": None,
+    "distill_pool": 0,
     **TrainConfig().to_dict(),
 }
 
@@ -64,34 +69,170 @@ def select(pool: list[LabelledPair], cfg: dict) -> list[LabelledPair]:
     return out
 
 
-def run_config(
-    cfg: dict, pool: list[LabelledPair], dev: list[LabelledPair], encoder: str, tokenizer, device: str
-) -> tuple[dict, np.ndarray, np.ndarray]:
+def tag_of(cfg: dict, fold: int | None) -> str:
+    """File stem of one fitted model of a config: NAME-fK, NAME-heldout or NAME-full."""
+    return f"{cfg['name']}-" + (f"f{fold}" if fold is not None else cfg["eval"])
+
+
+def soft_labels_for(
+    train: list[LabelledPair], ctx: SweepContext, teacher_tag: str
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Index into ``train`` -> the teacher's (WSD, regard) logits, for every pair the teacher scored."""
+    path = ctx.logits_dir / f"{teacher_tag}.npz"
+    if not path.is_file():
+        raise SystemExit(
+            f"distill_from: no teacher logits {path}; run the teacher config with save_logits first"
+        )
+    with np.load(path) as z:
+        wsd, reg = z["wsd"].astype(np.float32), z["regard"].astype(np.float32)
+    if len(wsd) != len(ctx.scored):
+        raise SystemExit(
+            f"{path}: {len(wsd)} rows, but --pairs and --pool hold {len(ctx.scored)}; pass the teacher's files"
+        )
+    row_of = ctx.row_of
+    return {i: (wsd[row_of[id(p)]], reg[row_of[id(p)]]) for i, p in enumerate(train) if id(p) in row_of}
+
+
+def fit_one(
+    cfg: dict,
+    train: list[LabelledPair],
+    ctx: SweepContext,
+    fold: int | None,
+) -> JointCrossEncoder:
+    """Fit one model of a config (distilled when it names a teacher); save its logits and weights."""
     hp = TrainConfig.from_mapping(cfg)
+    soft = None
+    if cfg["distill_from"]:
+        teacher_cfg = {**cfg, "name": cfg["distill_from"]}
+        soft = soft_labels_for(train, ctx, tag_of(teacher_cfg, fold))
+    model, _ = fit(ctx.encoder, ctx.tokenizer, train, hp, device=ctx.device, quiet=True, soft=soft)
+    tag = tag_of(cfg, fold)
+    if cfg["save_logits"]:
+        wsd, reg = predict_logits(model, ctx.tokenizer, ctx.scored, hp.max_length)
+        ctx.logits_dir.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(ctx.logits_dir / f"{tag}.npz", wsd=wsd, regard=reg)
+    if cfg["save_model"]:
+        (ctx.out / "models").mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().half().cpu() for k, v in model.state_dict().items()}
+        torch.save(state, ctx.out / "models" / f"{tag}.pt")
+    return model
+
+
+class SweepContext:
+    """What every fit of one sweep process shares: encoder, tokenizer, device, scored items, folders."""
+
+    def __init__(
+        self,
+        encoder: str,
+        tokenizer,
+        device: str,
+        pairs: list[LabelledPair],
+        pool: list[LabelledPair],
+        out: Path,
+    ) -> None:
+        self.encoder, self.tokenizer, self.device, self.out = encoder, tokenizer, device, out
+        self.pool = pool
+        self.scored = pairs + pool  # the rows of every logits file, in this order
+        self.row_of = {id(p): i for i, p in enumerate(self.scored)}
+        self.logits_dir = out / "logits"
+
+
+def run_config(
+    cfg: dict,
+    pool: list[LabelledPair],
+    dev: list[LabelledPair],
+    encoder: str,
+    tokenizer,
+    device: str,
+    ctx: SweepContext | None = None,
+    only_fold: int | None = None,
+) -> tuple[dict, np.ndarray, np.ndarray]:
+    ctx = ctx or SweepContext(encoder, tokenizer, device, pool, [], Path("."))
     train = select(pool, cfg)
+    if cfg["distill_pool"]:
+        n = len(ctx.pool) if cfg["distill_pool"] < 0 else int(cfg["distill_pool"])
+        if n > len(ctx.pool):
+            raise SystemExit(
+                f"config {cfg['name']!r}: distill_pool {n} > the {len(ctx.pool)} --pool mentions"
+            )
+        if not cfg["distill_from"]:
+            raise SystemExit(f"config {cfg['name']!r}: distill_pool needs distill_from (a teacher's labels)")
+        train = train + ctx.pool[:n]
     wsd = np.zeros((len(dev), 3), dtype=np.float32)
     reg = np.zeros((len(dev), 3), dtype=np.float32)
     t0 = time.time()
+    scored_rows = list(range(len(dev)))
     if cfg["eval"] == "heldout":
-        model, _ = fit(encoder, tokenizer, train, hp, device=device, quiet=True)
+        model = fit_one(cfg, train, ctx, None)
         wsd, reg = predict(model, tokenizer, dev, cfg["max_length"])
+    elif cfg["eval"] == "full":
+        fit_one(cfg, train + dev, ctx, None)
+        scored_rows = []
     elif cfg["eval"] == "cv":
         folds = [dev_fold(p.uid, cfg["folds"]) for p in dev]
         devdoc = [p for p in pool if p.source.startswith("devdoc-")] if cfg["with_dev_documents"] else []
-        for k in range(cfg["folds"]):
+        scored_rows = []
+        for k in range(cfg["folds"]) if only_fold is None else [only_fold]:
             extra = [p for p, f in zip(dev, folds, strict=True) if f != k]
             extra += [p for p in devdoc if k not in (devdoc_folds(p.source, cfg["folds"]) or set())]
             held = [i for i, f in enumerate(folds) if f == k]
-            model, _ = fit(encoder, tokenizer, train + extra, hp, device=device, quiet=True)
+            model = fit_one(cfg, train + extra, ctx, k)
             w, r = predict(model, tokenizer, [dev[i] for i in held], cfg["max_length"])
             wsd[held], reg[held] = w, r
+            scored_rows += held
     else:
-        raise ValueError(f"eval={cfg['eval']!r}: expected 'heldout' or 'cv'")
+        raise ValueError(f"eval={cfg['eval']!r}: expected 'heldout', 'cv' or 'full'")
     result = {
         "name": cfg["name"],
         "config": {k: v for k, v in cfg.items() if k != "name"},
         "n_train": len(train),
         "seconds": round(time.time() - t0, 1),
+    }
+    if only_fold is not None:
+        result["fold"] = only_fold
+    if scored_rows:
+        rows = sorted(scored_rows)
+        result["dev"] = evaluate(wsd[rows], reg[rows], [dev[i] for i in rows], 0.5)
+    return result, wsd, reg
+
+
+@torch.no_grad()
+def predict_logits(
+    model: JointCrossEncoder, tokenizer, pairs: list[LabelledPair], max_length: int, bs: int = 128
+):
+    """Raw (temperature 1) WSD and regard logits of ``pairs``, in order (length-sorted batches)."""
+    model.eval()
+    device = next(model.parameters()).device
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i].mention.text))
+    wsd = np.zeros((len(pairs), 3), dtype=np.float32)
+    reg = np.zeros((len(pairs), 3), dtype=np.float32)
+    for lo in range(0, len(order), bs):
+        idx = order[lo : lo + bs]
+        feeds = {k: v.to(device) for k, v in tensors(tokenizer, [pairs[i] for i in idx], max_length).items()}
+        w, r = model(**feeds)
+        wsd[idx], reg[idx] = w.float().cpu().numpy(), r.float().cpu().numpy()
+    return wsd, reg
+
+
+def merge_folds(cfg: dict, dev: list[LabelledPair], out: Path) -> tuple[dict, np.ndarray, np.ndarray] | None:
+    """Pool the per-fold files of a cv config run with ``--fold``; None when a fold is missing."""
+    wsd = np.zeros((len(dev), 3), dtype=np.float32)
+    reg = np.zeros((len(dev), 3), dtype=np.float32)
+    seconds = 0.0
+    for k in range(cfg["folds"]):
+        path = out / "folds" / f"{tag_of(cfg, k)}.npz"
+        if not path.is_file():
+            logger.warning("%s: fold %d missing (%s); not merged", cfg["name"], k, path)
+            return None
+        with np.load(path) as z:
+            rows = z["rows"]
+            wsd[rows], reg[rows] = z["wsd"], z["regard"]
+            seconds += float(z["seconds"])
+    result = {
+        "name": cfg["name"],
+        "config": {k: v for k, v in cfg.items() if k != "name"},
+        "seconds": round(seconds, 1),
+        "merged_folds": cfg["folds"],
         "dev": evaluate(wsd, reg, dev, 0.5),
     }
     return result, wsd, reg
@@ -105,17 +246,28 @@ def main() -> None:
     ap.add_argument("--configs", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--pool", type=Path, action="append", default=[], help="unlabelled mentions (repeatable)")
+    ap.add_argument("--fold", type=int, help="run only this fold of each cv config (parallel processes)")
+    ap.add_argument(
+        "--merge", action="store_true", help="pool the --fold files of each cv config, train nothing"
+    )
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads of this process")
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.backends.cuda.matmul.allow_tf32 = True
     pool = load_labelled_pairs(args.pairs)
     dev = load_labelled_pairs(args.dev)
+    from export.distill import load_pool
+
+    unlabelled = [p for path in args.pool for p in load_pool(path)]
     tokenizer = Tokenizer.from_file(str(Path(args.encoder) / "tokenizer.json"))
     tokenizer.no_truncation()
     tokenizer.no_padding()
     configs = json.loads(args.configs.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     probs: dict[str, np.ndarray] = {}
+    ctx = SweepContext(args.encoder, tokenizer, args.device, pool, unlabelled, args.out)
     for raw in configs:
         unknown = set(raw) - set(DEFAULTS) - {"name"}
         if unknown:
@@ -123,7 +275,36 @@ def main() -> None:
                 f"config {raw.get('name')!r}: unknown keys {sorted(unknown)}; allowed {sorted(DEFAULTS)}"
             )
         cfg = {**DEFAULTS, **raw}
-        result, wsd, reg = run_config(cfg, pool, dev, args.encoder, tokenizer, args.device)
+        if args.merge or args.fold is not None:
+            if cfg["eval"] != "cv":
+                if args.merge:
+                    continue
+                raise SystemExit(f"--fold {args.fold}: config {cfg['name']!r} is not a cv config")
+            if not 0 <= (args.fold or 0) < cfg["folds"]:
+                raise SystemExit(
+                    f"--fold {args.fold}: config {cfg['name']!r} has folds 0..{cfg['folds'] - 1}"
+                )
+        if args.merge:
+            merged = merge_folds(cfg, dev, args.out)
+            if merged is None:
+                continue
+            result, wsd, reg = merged
+        else:
+            result, wsd, reg = run_config(
+                cfg, pool, dev, args.encoder, tokenizer, args.device, ctx=ctx, only_fold=args.fold
+            )
+        if args.fold is not None:
+            rows = np.array([i for i, p in enumerate(dev) if dev_fold(p.uid, cfg["folds"]) == args.fold])
+            (args.out / "folds").mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(
+                args.out / "folds" / f"{tag_of(cfg, args.fold)}.npz",
+                rows=rows, wsd=wsd[rows], regard=reg[rows], seconds=result["seconds"],
+            )  # fmt: skip
+        if "dev" not in result:  # eval "full": nothing held out
+            logger.info("%s: trained on everything in %.0f s", cfg["name"], result["seconds"])
+            with (args.out / "results.jsonl").open("a") as f:
+                f.write(json.dumps(result) + "\n")
+            continue
         d = result["dev"]
         logger.info(
             "%s: kappa %.3f macro %.3f (neg %.2f pos %.2f) in %.0f s",
@@ -132,8 +313,9 @@ def main() -> None:
         )  # fmt: skip
         with (args.out / "results.jsonl").open("a") as f:
             f.write(json.dumps(result) + "\n")
-        probs[f"{cfg['name']}/wsd"], probs[f"{cfg['name']}/regard"] = wsd, reg
-        np.savez_compressed(args.out / "probs.npz", **probs)
+        if args.fold is None:
+            probs[f"{cfg['name']}/wsd"], probs[f"{cfg['name']}/regard"] = wsd, reg
+            np.savez_compressed(args.out / "probs.npz", **probs)
 
 
 if __name__ == "__main__":

@@ -144,7 +144,9 @@ def test_packed_encoder_round_trip_is_close(tiny_encoder, tmp_path):
     pack_encoder.pack(tiny_encoder, tmp_path / "packed")
     packed = load_file(str(tmp_path / "packed/packed.safetensors"))
     assert packed["embeddings.word_embeddings.weight.q"].dtype == np.int8
-    assert all(t.dtype in (np.int8, np.float16, np.float32) for t in packed.values())
+    assert all(
+        t.dtype in (np.int8, np.float16, np.float32, np.int64) for t in packed.values()
+    )  # int64: shapes, ids
     pack_encoder.unpack(tmp_path / "packed", tmp_path / "unpacked")
     before = load_file(str(tiny_encoder / "model.safetensors"))
     after = load_file(str(tmp_path / "unpacked/model.safetensors"))

@@ -1,15 +1,28 @@
-"""Pack a BERT-style encoder small enough to travel to a lent GPU machine (64 MiB tree limit).
+"""Pack an encoder small enough to travel to a lent GPU machine (64 MiB per call, the tree included).
 
-    python scripts/gpu/pack_encoder.py SRC_DIR DEST_DIR      # here
-    python scripts/gpu/pack_encoder.py --unpack DEST_DIR OUT_DIR   # there: fp32 model.safetensors
+    python scripts/gpu/pack_encoder.py SRC_DIR DEST_DIR [--int8-all] [--keep-tokens-of FILE ...] [--part-mb N]
+    python scripts/gpu/pack_encoder.py --unpack DEST_DIR [DEST_DIR2 ...] OUT_DIR   # there: fp32 model.safetensors
 
-Word embeddings go as int8 with a per-row scale, everything else as fp16: about 33 MB for
-MiniLM-L6 instead of 91 MB. The round trip changes weights by < 0.5% relative (a perturbation
-of the starting point only; used for recipe sweeps, not for the shipped model).
+Default (MiniLM-L6: about 33 MB instead of 91): word embeddings as int8 with a per-row scale, every
+other tensor as fp16. ``--int8-all`` stores every 2-D weight as per-row int8 (MPNet-base: ~110 MB
+instead of 438; relative error per weight <= 1/254 of its row's largest value, a perturbation of the
+starting point of fine-tuning, not of a shipped model).
+
+``--keep-tokens-of`` (jsonl files with ``text`` and ``gloss`` fields, e.g. ``export.train --dump-pairs``
+output, dev, pool files) keeps only the word-embedding rows of the tokens those texts use, plus the
+special tokens; the other rows unpack as zeros. That is exact for any text drawn from those files
+(their token rows are the same bytes) and wrong for other text, so use it for sweeps over fixed files.
+
+``--part-mb`` splits the tensors over ``packed-00.safetensors``, ``packed-01...`` of at most that many
+MB each (a tensor is never split), so a large encoder can travel over several calls; ``--unpack``
+reads the parts from every DEST_DIR given.
 """
 
+from __future__ import annotations
+
+import argparse
+import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,43 +32,142 @@ EMB = "embeddings.word_embeddings.weight"
 AUX = ["config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"]
 
 
-def pack(src: Path, dest: Path) -> None:
+def quantize_rows(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    scale = np.abs(t).max(axis=1, keepdims=True) / 127.0 + 1e-12
+    return np.round(t / scale).astype(np.int8), scale.astype(np.float32)
+
+
+def used_token_ids(src: Path, files: list[Path]) -> np.ndarray:
+    """Token ids of the model inputs built from ``files`` (labelled pairs or pool files), specials included."""
+    from tokenizers import Tokenizer
+
+    from export.distill import load_pool
+    from fairstream.models.encoding import encode_rows
+    from fairstream.models.labels import load_labelled_pairs
+    from fairstream.taxonomy import Taxonomy
+
+    tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    forms = {a.keyword: a.forms for a in Taxonomy.default()}
+    keep: set[int] = set()
+    for path in files:
+        with path.open(encoding="utf-8") as f:
+            first = json.loads(f.readline())
+        pairs = load_pool(path) if "wsd" not in first else load_labelled_pairs(path, forms)
+        for ids, _, _ in encode_rows(tok, [p.mention for p in pairs], max_length=1 << 20):
+            keep.update(ids)
+    for token, idx in tok.get_vocab(with_added_tokens=True).items():
+        if token.startswith(("[", "<")) and token.endswith(("]", ">")):
+            keep.add(idx)
+    return np.array(sorted(keep), dtype=np.int64)
+
+
+def pack(
+    src: Path,
+    dest: Path,
+    *,
+    int8_all: bool = False,
+    keep_tokens_of: list[Path] | None = None,
+    part_mb: float | None = None,
+) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
     tensors = load_file(str(src / "model.safetensors"))
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for name, t in tensors.items():
         if name.endswith(EMB):
-            scale = np.abs(t).max(axis=1, keepdims=True) / 127.0 + 1e-12
-            out[name + ".q"] = np.round(t / scale).astype(np.int8)
-            out[name + ".scale"] = scale.astype(np.float32)
+            meta = np.array(t.shape, dtype=np.int64)
+            if keep_tokens_of:
+                rows = used_token_ids(src, keep_tokens_of)
+                out[name + ".rows"] = rows
+                t = t[rows]
+            out[name + ".q"], out[name + ".scale"] = quantize_rows(t)
+            out[name + ".shape"] = meta
+        elif int8_all and t.ndim == 2 and t.dtype == np.float32 and min(t.shape) > 16:
+            out[name + ".q"], out[name + ".scale"] = quantize_rows(t)
         else:
-            out[name] = t.astype(np.float16)
-    save_file(out, str(dest / "packed.safetensors"))
+            out[name] = t.astype(np.float16) if t.dtype == np.float32 else t
+    limit = int(part_mb * 1e6) if part_mb else None
+    parts: list[dict[str, np.ndarray]] = [{}]
+    size = 0
+    for name in sorted(out, key=lambda n: (n.rsplit(".", 1)[0], n)):  # a weight's pieces stay together
+        nbytes = out[name].nbytes
+        base = name.rsplit(".", 1)[0]
+        same_weight = any(k.rsplit(".", 1)[0] == base for k in parts[-1])
+        if limit and size + nbytes > limit and parts[-1] and not same_weight:
+            parts.append({})
+            size = 0
+        parts[-1][name] = out[name]
+        size += nbytes
+    for old in dest.glob("packed*.safetensors"):
+        old.unlink()
+    paths = []
+    for i, part in enumerate(parts):
+        path = dest / ("packed.safetensors" if len(parts) == 1 else f"packed-{i:02d}.safetensors")
+        save_file(part, str(path))
+        paths.append(path)
     for f in AUX:
         if (src / f).is_file():
             shutil.copy(src / f, dest / f)
+    return paths
 
 
-def unpack(dest: Path, out_dir: Path) -> None:
+def unpack(dests: list[Path] | Path, out_dir: Path) -> None:
+    dests = [dests] if isinstance(dests, Path) else dests
     out_dir.mkdir(parents=True, exist_ok=True)
-    packed = load_file(str(dest / "packed.safetensors"))
+    packed: dict[str, np.ndarray] = {}
+    for dest in dests:
+        for path in sorted(dest.glob("packed*.safetensors")):
+            packed.update(load_file(str(path)))
     tensors = {}
     for name, t in packed.items():
-        if name.endswith(".scale"):
+        if name.endswith((".scale", ".rows", ".shape")):
             continue
         if name.endswith(".q"):
             base = name[:-2]
-            tensors[base] = t.astype(np.float32) * packed[base + ".scale"]
+            w = t.astype(np.float32) * packed[base + ".scale"]
+            if base + ".rows" in packed:
+                full = np.zeros(tuple(packed[base + ".shape"]), dtype=np.float32)
+                full[packed[base + ".rows"]] = w
+                w = full
+            tensors[base] = w
         else:
-            tensors[name] = t.astype(np.float32)
+            tensors[name] = t.astype(np.float32) if t.dtype == np.float16 else t
+    missing = [n for n in packed if n.endswith(".q") and n[:-2] not in tensors]
+    if missing:
+        raise SystemExit(f"unpack: parts missing for {missing}")
     save_file(tensors, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     for f in AUX:
-        if (dest / f).is_file():
-            shutil.copy(dest / f, out_dir / f)
+        for dest in dests:
+            if (dest / f).is_file():
+                shutil.copy(dest / f, out_dir / f)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--unpack", action="store_true", help="DIRS...: packed folders, then the output folder")
+    ap.add_argument("dirs", type=Path, nargs="+")
+    ap.add_argument("--int8-all", action="store_true")
+    ap.add_argument("--keep-tokens-of", type=Path, action="append", default=[])
+    ap.add_argument("--part-mb", type=float)
+    args = ap.parse_args()
+    if args.unpack:
+        if len(args.dirs) < 2:
+            ap.error("--unpack needs packed folder(s) and an output folder")
+        unpack(args.dirs[:-1], args.dirs[-1])
+        return
+    if len(args.dirs) != 2:
+        ap.error("pack needs SRC_DIR DEST_DIR")
+    paths = pack(
+        args.dirs[0],
+        args.dirs[1],
+        int8_all=args.int8_all,
+        keep_tokens_of=args.keep_tokens_of,
+        part_mb=args.part_mb,
+    )
+    for p in paths:
+        print(f"{p}: {p.stat().st_size / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--unpack":
-        unpack(Path(sys.argv[2]), Path(sys.argv[3]))
-    else:
-        pack(Path(sys.argv[1]), Path(sys.argv[2]))
+    main()

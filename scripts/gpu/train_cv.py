@@ -1,0 +1,206 @@
+"""Issue 16 on a lent GPU: MPNet teacher 5-fold CV, per-fold distilled MiniLM students, side by side.
+
+    python scripts/gpu/train_cv.py --data DIR --mpnet DIR [DIR ...] --minilm DIR --out OUT \
+        [--parallel 12] [--deadline 390] [--seeds 0 1] [--smoke]
+
+Every fit is one ``python -m export.sweep --fold K`` process (the GPU runs many small models side by
+side far better than one after another); this script schedules them under a wall-clock deadline:
+
+1. teachers: MPNet, ``teacher-cv5-sS`` folds 0-4 for each seed, and ``teacher-full`` (every dev item
+   in training), each saving its logits on the training pairs and the pools (``save_logits``);
+2. baselines: MiniLM with the shipped recipe, ``base-cv5-sS`` folds 0-4 (same packed start as the
+   students, so the comparison is side by side);
+3. students: MiniLM ``distill-cv5-sS`` fold k, once fold k of ``teacher-cv5-sS`` has its logits.
+
+Nothing new is launched after ``--deadline`` minus the longest fit seen; at ``--deadline`` running fits are
+stopped. Then each cv config's folds are merged (``export.sweep --merge``) and the results, the
+teachers' logits and a GPU-utilisation trace are written under ``--out``.
+``DIR`` (``--data``) holds ``pairs.jsonl``, ``dev.jsonl`` and the pools (``*.pool.jsonl``, in name
+order); the encoders come packed (``scripts/gpu/pack_encoder.py``). ``--smoke`` runs tiny fits on CPU to
+check the wiring before a device call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+TEACHER = {"epochs": 2, "max_length": 128, "exclude": ["bias-"], "save_logits": True}
+STUDENT = {"exclude": ["bias-"]}
+DISTILL = {"distill_pool": 3500, "distill_weight": 0.5, "temperature": 2.0}
+
+
+def configs(seeds: list[int], smoke: bool) -> dict[str, list[dict]]:
+    tiny = {"epochs": 0.02, "max_length": 48} if smoke else {}
+    teach = [{"name": f"teacher-cv5-s{s}", "eval": "cv", "seed": s, **TEACHER, **tiny} for s in seeds]
+    teach_full = [{"name": "teacher-full", "eval": "full", "seed": 0, **TEACHER, **tiny}]
+    base = [{"name": f"base-cv5-s{s}", "eval": "cv", "seed": s, **STUDENT, **tiny} for s in seeds]
+    distill = [
+        {"name": f"distill-cv5-s{s}", "eval": "cv", "seed": s, "distill_from": f"teacher-cv5-s{s}", **STUDENT,
+         **DISTILL, **tiny}
+        for s in seeds
+    ]  # fmt: skip
+    if smoke:
+        for c in distill:
+            c["distill_pool"] = 20
+    return {"teacher": teach + teach_full, "base": base, "distill": distill}
+
+
+class Job:
+    def __init__(self, name: str, cfg: dict, encoder: Path, fold: int | None, needs: Path | None) -> None:
+        self.name, self.cfg, self.encoder, self.fold, self.needs = name, cfg, encoder, fold, needs
+        self.proc: subprocess.Popen | None = None
+        self.started = 0.0
+        self.seconds = 0.0
+        self.rc: int | None = None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--mpnet", type=Path, nargs="+", required=True, help="packed MPNet folder(s)")
+    ap.add_argument("--minilm", type=Path, nargs="+", required=True, help="packed MiniLM folder(s)")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/train_cv"))
+    ap.add_argument("--parallel", type=int, default=12)
+    ap.add_argument("--deadline", type=float, default=390.0, help="seconds from start")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args()
+    t0 = time.time()
+    from scripts.gpu.pack_encoder import unpack
+
+    work = args.work
+    enc = {"mpnet": work / "mpnet", "minilm": work / "minilm"}
+    unpack(args.mpnet, enc["mpnet"])
+    unpack(args.minilm, enc["minilm"])
+    print(f"[{time.time() - t0:5.1f}s] encoders unpacked", flush=True)
+    pools = sorted(args.data.glob("*.pool.jsonl"))
+    sweep_out = work / "sweep"
+    sweep_out.mkdir(parents=True, exist_ok=True)
+    cfgs = configs(args.seeds, args.smoke)
+    cfg_file = {}
+    for group, items in cfgs.items():
+        cfg_file[group] = work / f"{group}.json"
+        for c in items:
+            (work / f"{c['name']}.json").write_text(json.dumps([c]))
+    jobs: list[Job] = []
+    for c in cfgs["teacher"]:
+        for k in range(5) if c["eval"] == "cv" else [None]:
+            jobs.append(Job(c["name"], c, enc["mpnet"], k, None))
+    for c in cfgs["base"]:
+        jobs += [Job(c["name"], c, enc["minilm"], k, None) for k in range(5)]
+    for c in cfgs["distill"]:
+        jobs += [
+            Job(c["name"], c, enc["minilm"], k, sweep_out / "logits" / f"{c['distill_from']}-f{k}.npz")
+            for k in range(5)
+        ]
+    smi = None
+    if args.device.startswith("cuda"):
+        smi = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=timestamp,utilization.gpu,memory.used,power.draw", "--format=csv",
+             "-lms", "1000"],
+            stdout=(args.out / "gpu_trace.csv").open("w"), stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}", "OMP_NUM_THREADS": "1"}
+    logs = work / "logs"
+    logs.mkdir(exist_ok=True)
+    longest = {"mpnet": 0.0, "minilm": 0.0}
+
+    def launch(job: Job) -> None:
+        cmd = [sys.executable, "-m", "export.sweep", "--encoder", str(job.encoder), "--pairs",
+               str(args.data / "pairs.jsonl"), "--dev", str(args.data / "dev.jsonl"),
+               "--configs", str(work / f"{job.name}.json"), "--out", str(sweep_out), "--device", args.device]  # fmt: skip
+        for p in pools:
+            cmd += ["--pool", str(p)]
+        if job.fold is not None:
+            cmd += ["--fold", str(job.fold)]
+        log = (logs / f"{job.name}-{job.fold}.log").open("w")
+        job.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        job.started = time.time()
+
+    def teacher_of(job: Job) -> Job | None:
+        return next((t for t in jobs if t.name == job.cfg.get("distill_from") and t.fold == job.fold), None)
+
+    while True:
+        now = time.time() - t0
+        for j in [j for j in jobs if j.proc is not None and j.rc is None]:
+            rc = j.proc.poll()  # type: ignore[union-attr]
+            if rc is not None:
+                j.rc, j.seconds = rc, time.time() - j.started
+                kind = "mpnet" if j.encoder == enc["mpnet"] else "minilm"
+                longest[kind] = max(longest[kind], j.seconds)
+                print(f"[{now:5.1f}s] {j.name} fold {j.fold}: rc {rc} in {j.seconds:.0f} s", flush=True)
+        running = [j for j in jobs if j.proc is not None and j.rc is None]
+        if now > args.deadline:
+            for j in running:
+                j.proc.kill()  # type: ignore[union-attr]
+                j.rc = -9
+                print(f"[{now:5.1f}s] {j.name} fold {j.fold}: stopped at the deadline", flush=True)
+            break
+        waiting = []
+        for j in (j for j in jobs if j.proc is None and j.rc is None):
+            teacher = teacher_of(j) if j.needs is not None else None
+            if j.needs is not None and (teacher is None or (teacher.rc is not None and teacher.rc != 0)):
+                j.rc = -1  # its teacher failed: it cannot run
+                continue
+            waiting.append(j)
+        for j in waiting:
+            if len(running) >= args.parallel:
+                break
+            if j.needs is not None and not j.needs.is_file():
+                continue
+            kind = "mpnet" if j.encoder == enc["mpnet"] else "minilm"
+            guess = longest[kind] or (60.0 if kind == "minilm" else 150.0)
+            if now + guess > args.deadline:
+                continue  # would not finish in time
+            launch(j)
+            running.append(j)
+            print(f"[{now:5.1f}s] start {j.name} fold {j.fold}", flush=True)
+        if not running:
+            break  # nothing runs and nothing could start: done (or out of time)
+        time.sleep(1.0)
+    if smi is not None:
+        smi.terminate()
+    print(f"[{time.time() - t0:5.1f}s] merging", flush=True)
+    for group in ("teacher", "base", "distill"):
+        for c in cfgs[group]:
+            if c["eval"] != "cv":
+                continue
+            enc_dir = enc["mpnet"] if group == "teacher" else enc["minilm"]
+            subprocess.run(
+                [sys.executable, "-m", "export.sweep", "--encoder", str(enc_dir), "--pairs",
+                 str(args.data / "pairs.jsonl"), "--dev", str(args.data / "dev.jsonl"), "--configs",
+                 str(work / f"{c['name']}.json"), "--out", str(sweep_out), "--merge", "--device", "cpu"],
+                cwd=ROOT, env=env, check=False,
+            )  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    if (sweep_out / "results.jsonl").is_file():
+        (args.out / "results.jsonl").write_text((sweep_out / "results.jsonl").read_text())
+    with tarfile.open(args.out / "logits.tar", "w") as tar:
+        for p in sorted((sweep_out / "logits").glob("*.npz")):
+            tar.add(p, arcname=p.name)
+    with tarfile.open(args.out / "folds_logs.tar.gz", "w:gz") as tar:
+        for p in sorted((sweep_out / "folds").glob("*.npz")):
+            tar.add(p, arcname=f"folds/{p.name}")
+        for p in sorted(logs.glob("*.log")):
+            tar.add(p, arcname=f"logs/{p.name}")
+    summary = [
+        {"name": j.name, "fold": j.fold, "rc": j.rc, "seconds": round(j.seconds, 1)} for j in jobs if j.proc
+    ]
+    (args.out / "jobs.json").write_text(json.dumps(summary, indent=1))
+    print(f"[{time.time() - t0:5.1f}s] done: {sum(j['rc'] == 0 for j in summary)} fits ok", flush=True)
+
+
+if __name__ == "__main__":
+    main()
