@@ -46,6 +46,10 @@ def main() -> None:
         "--kw-cap", type=float, default=0.15, help="share of a reason's quota one keyword may take"
     )
     ap.add_argument("--batches", type=int, default=8)
+    ap.add_argument("--round", type=int, default=6, help="uids are numbered rN-00001 ...")
+    ap.add_argument(
+        "--pool-cap", type=float, default=1.0, help="share of a reason's quota one pool (forum/wiki/web) may take"
+    )
     args = ap.parse_args()
     cands = {c["cid"]: c for c in map(json.loads, (args.dir / "candidates.jsonl").open(encoding="utf-8"))}
     scores = {s["cid"]: s for s in map(json.loads, (args.dir / "scored.jsonl").open(encoding="utf-8"))}
@@ -59,7 +63,9 @@ def main() -> None:
 
     def take(order: list[int], reason: str, quota: int) -> int:
         per_kw: collections.Counter = collections.Counter()
+        per_pool: collections.Counter = collections.Counter()
         cap = max(1, int(args.kw_cap * quota))
+        pool_cap = max(1, int(args.pool_cap * quota))
         n = 0
         for cid in order:
             if n >= quota:
@@ -68,10 +74,13 @@ def main() -> None:
             dk, d = (c["source"], c["doc_id"], c["keyword"]), (c["source"], c["doc_id"])
             if cid in chosen or per_doc_kw[dk] >= 2 or per_doc[d] >= 3 or per_kw[c["keyword"]] >= cap:
                 continue
+            if per_pool[c["pool"]] >= pool_cap:
+                continue
             chosen[cid] = reason
             per_doc_kw[dk] += 1
             per_doc[d] += 1
             per_kw[c["keyword"]] += 1
+            per_pool[c["pool"]] += 1
             n += 1
         return quota - n  # unfilled places pass to the next reason
 
@@ -111,7 +120,7 @@ def main() -> None:
             with (bdir / f"batch-{b + 1:02d}.jsonl").open("w", encoding="utf-8") as fb:
                 for k, cid in enumerate(part, start=b * size + 1):
                     c, s = cands[cid], scores[cid]
-                    uid = f"r6-{k:05d}"
+                    uid = f"r{args.round}-{k:05d}"
                     fb.write(json.dumps({f: (uid if f == "uid" else c[f]) for f in BATCH_FIELDS}) + "\n")
                     rec = dict(
                         uid=uid,
