@@ -47,6 +47,15 @@ QUICK_PAIRS = 48
 CPU_SWEEP = (1, 8, 32, 128)
 QUICK_SWEEP = (1, 8)
 CUDA_SWEEP: tuple[int | None, ...] = (64, 256, 1024, None)  # None: auto-sized from free memory
+# --backends keys -> row names (the table and JSON keep the long names)
+BACKENDS = {
+    "int8": "onnxruntime int8 (shipped)",
+    "onnx-fp32": "onnxruntime fp32",
+    "torch-fp32": "pytorch fp32 (transformers, sdpa)",
+    "cuda-fp16": "pytorch fp16 (sdpa)",
+    "cuda-bf16": "pytorch bf16 (sdpa)",
+    "ort-cuda-fp16": "onnxruntime fp16 (CUDA provider)",
+}
 
 
 @dataclass
@@ -76,6 +85,7 @@ class BenchResult:
     end_to_end: dict[str, Any]
     keyword_stage: dict[str, Any]
     rows: list[Row] = field(default_factory=list)
+    complete: bool = False  # False while a run is under way (or was stopped): the rows so far
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict."""
@@ -301,9 +311,20 @@ def _onnx_fp32_dir(tmp: Path, threads: int | None) -> Path:
 
 
 def backends(
-    device: str, *, threads: int | None, quick: bool, sweep: Sequence[int] | None, tmp: Path
+    device: str,
+    *,
+    threads: int | None,
+    quick: bool,
+    sweep: Sequence[int] | None,
+    tmp: Path,
+    only: Sequence[str] | None = None,
 ) -> list[Backend]:
-    """The backends this machine can time, and rows saying why for those it cannot."""
+    """The backends this machine can time, and rows saying why for those it cannot.
+
+    ``only`` (keys of ``BACKENDS``) keeps those backends and builds nothing for the others (the fp32
+    export, say), so a short device run can time just the rows it needs.
+    """
+    wanted = {BACKENDS[k] for k in only} if only else set(BACKENDS.values())
     from fairstream.models.loader import cuda_available, load_model, resolve_device
     from fairstream.models.runtime import JointModel
 
@@ -327,6 +348,8 @@ def backends(
         torch_reason = f"{exc.name} is not installed (pip install 'fairstream[torch-backend]')"
     if torch_reason is None:
         try:
+            if BACKENDS["onnx-fp32"] not in wanted:
+                raise _NotWanted
             fp32_dir = _onnx_fp32_dir(tmp, threads)
             out.append(
                 Backend(
@@ -342,6 +365,8 @@ def backends(
                     cpu_sweep,
                 )
             )
+        except _NotWanted:
+            pass
         except Exception as exc:  # the baseline is optional: say why it is missing
             out.append(Backend("onnxruntime fp32", "cpu", "fp32", None, (), f"export failed: {exc}"))
         out.append(
@@ -385,7 +410,7 @@ def backends(
         else "onnxruntime has no CUDA provider (pip install 'fairstream[gpu]': onnxruntime-gpu, CUDA 12)"
     )
     out.append(Backend("onnxruntime fp16 (CUDA provider)", gpu, "fp16", None, (), ort_reason or None))
-    if ort_reason is None:
+    if ort_reason is None and BACKENDS["ort-cuda-fp16"] in wanted:
         fp16_dir = _onnx_fp16_dir(tmp)
         out[-1] = Backend(
             "onnxruntime fp16 (CUDA provider)",
@@ -394,7 +419,11 @@ def backends(
             lambda bs: load_model(fp16_dir, device=gpu, backend="onnxruntime", batch_size=bs or 256),
             tuple(b for b in cuda_sweep if b is not None) or (256,),
         )
-    return out
+    return [b for b in out if b.name in wanted]
+
+
+class _NotWanted(Exception):
+    """A backend left out by ``only``: build nothing for it."""
 
 
 def _torch_maker(device: str, dtype: str) -> Callable[[int | None], Any]:
@@ -586,8 +615,18 @@ def run_bench(
     text_field: str = "text",
     progress: bool = True,
     scan_workers: int | None = None,
+    only: Sequence[str] | None = None,
+    on_update: Callable[[BenchResult], None] | None = None,
 ) -> BenchResult:
-    """Measure everything described in the module docstring; see ``fairstream bench --help``."""
+    """Measure everything described in the module docstring; see ``fairstream bench --help``.
+
+    ``only``: keys of ``BACKENDS`` to time (default all). ``on_update`` is called with the result so
+    far after the end-to-end run and after each backend (``complete`` False until the end), so a run
+    that is stopped still leaves what it measured.
+    """
+    unknown = sorted(set(only or ()) - set(BACKENDS))
+    if unknown:
+        raise ValueError(f"only={unknown}: unknown backends; allowed: {', '.join(BACKENDS)}")
     from tqdm import tqdm
 
     from fairstream.models.loader import load_model, parse_device
@@ -614,14 +653,19 @@ def run_bench(
         e2e,
         kw,
     )
+    if on_update is not None:
+        on_update(result)
     # every backend's decisions (the int8 model's too, at each batch size) against the shipped int8 model
     reference = _probs(*load_model(device="cpu", batch_size=8, threads=threads).predict_logits(pairs))
     with tempfile.TemporaryDirectory(prefix="fairstream-bench-") as tmp:
-        todo = backends(device, threads=threads, quick=quick, sweep=batch_sizes, tmp=Path(tmp))
+        todo = backends(device, threads=threads, quick=quick, sweep=batch_sizes, tmp=Path(tmp), only=only)
         bar = tqdm(todo, desc="fairstream bench", unit="backend", disable=not progress, file=sys.stderr)
         for backend in bar:
             bar.set_postfix_str(backend.name)
             result.rows.extend(time_backend(backend, pairs, rounds, reference))
+            if on_update is not None:
+                on_update(result)
+    result.complete = True
     return result
 
 
@@ -726,16 +770,22 @@ def plot_sweep(result: BenchResult) -> bytes:
     return buf.getvalue()
 
 
-def write_outputs(result: BenchResult, folder: Path) -> list[Path]:
-    """``bench.json``, ``bench.md`` and ``batch_sweep.png`` in ``folder`` (each written atomically)."""
+def write_outputs(result: BenchResult, folder: Path, *, plot: bool = True) -> list[Path]:
+    """``bench.json``, ``bench.md`` and ``batch_sweep.png`` in ``folder`` (each written atomically).
+
+    ``plot=False`` leaves the plot out (the partial results written while a run goes on).
+    """
     from fairstream.io import atomic_write, write_json
 
-    paths = [folder / "bench.json", folder / "bench.md", folder / "batch_sweep.png"]
+    paths = [folder / "bench.json", folder / "bench.md"]
     write_json(paths[0], result.to_dict())
+    head = "# fairstream bench\n\n" + ("" if result.complete else "*Partial: the run has not finished.*\n\n")
     with atomic_write(paths[1]) as f:
-        f.write("# fairstream bench\n\n" + format_table(result) + "\n")
-    with atomic_write(paths[2], "wb") as f:
-        f.write(plot_sweep(result))
+        f.write(head + format_table(result) + "\n")
+    if plot:
+        paths.append(folder / "batch_sweep.png")
+        with atomic_write(paths[2], "wb") as f:
+            f.write(plot_sweep(result))
     return paths
 
 
@@ -780,8 +830,33 @@ def _whole(least: int) -> Callable[[str], int]:
     return check
 
 
+def _backend_keys(value: str) -> list[str]:
+    import argparse
+
+    keys = [k.strip() for k in value.split(",") if k.strip()]
+    bad = [k for k in keys if k not in BACKENDS]
+    if not keys or bad:
+        raise argparse.ArgumentTypeError(f"{value!r}: must be comma-separated of {', '.join(BACKENDS)}")
+    return keys
+
+
 def cmd_bench(args: Any) -> int:
     """Run the benchmark; print the table (or JSON) and write the output folder."""
+    seen_rows = [0]
+
+    def on_update(partial: BenchResult) -> None:
+        # an interrupted run (a time limit, Ctrl-C) still leaves what it measured
+        if args.output:
+            write_outputs(partial, Path(args.output), plot=False)
+        if args.no_progress:
+            for row in partial.rows[seen_rows[0] :]:
+                rate = "skipped: " + str(row.skipped) if row.skipped else f"{row.pairs_per_s} pairs/s"
+                print(f"fairstream bench: {row.backend} batch {row.batch_size}: {rate}", file=sys.stderr)
+            if not seen_rows[0] and not partial.rows:
+                e = partial.end_to_end
+                print(f"fairstream bench: end to end {e['mb_per_s']} MB/s on {e['device']}", file=sys.stderr)
+            seen_rows[0] = len(partial.rows)
+
     result = run_bench(
         args.inputs,
         device=args.device,
@@ -794,6 +869,8 @@ def cmd_bench(args: Any) -> int:
         text_field=args.text_field,
         progress=not args.no_progress,
         scan_workers=args.scan_workers,
+        only=args.backends,
+        on_update=on_update,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
@@ -848,6 +925,12 @@ def register(add: Callable[..., Any]) -> None:
     )
     p.add_argument(
         "--quick", action="store_true", help="a slice: 40 documents, 48 pairs, batch sizes 1 and 8"
+    )
+    p.add_argument(
+        "--backends",
+        type=_backend_keys,
+        default=None,
+        help=f"model-stage rows to time, comma-separated (default: all): {', '.join(BACKENDS)}",
     )
     p.add_argument("--text-field", default="text", help="field that holds the text (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")

@@ -71,6 +71,7 @@ def coerce_text(value: Any, *, where: str, max_chars: int | None = DEFAULT_MAX_D
 
 
 SplitterName = Literal["auto", "punkt", "fallback"]
+_fallback_warned = False  # the missing-punkt_tab warning was logged in this process
 _SPLITTERS = ("auto", "punkt", "fallback")
 
 
@@ -107,11 +108,14 @@ class SentenceSplitter:
                         raise FairStreamError(
                             f"NLTK punkt_tab data for {self.language!r} not found: {NLTK_FIX}"
                         ) from None
-                    logger.warning(
-                        "NLTK punkt_tab not found; using fairstream's shipped Punkt parameters. To use "
-                        "NLTK's: %s",
-                        NLTK_FIX,
-                    )
+                    global _fallback_warned
+                    if not _fallback_warned:  # once per process, not once per splitter
+                        _fallback_warned = True
+                        logger.warning(
+                            "NLTK punkt_tab not found; using fairstream's shipped Punkt parameters. To use "
+                            "NLTK's: %s",
+                            NLTK_FIX,
+                        )
             self._tokenizer = _fallback_punkt()
             self.source = "fairstream-fallback"
             return self._tokenizer

@@ -100,6 +100,7 @@ def test_json_flag_prints_json(capsys):
         (["--device", "gpu"], "--device: invalid _device value: 'gpu'"),
         (["--batch-sizes", "8,0"], "--batch-sizes"),
         (["--rounds", "0"], "--rounds"),
+        (["--backends", "int8,fp64"], "--backends"),
     ],
 )
 def test_bad_options_are_one_line_errors_naming_the_flag(args, message, capsys):
@@ -108,6 +109,54 @@ def test_bad_options_are_one_line_errors_naming_the_flag(args, message, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert message.split(":")[0] in err and "must be" in err
+
+
+def test_backends_option_times_only_those_and_reports_each_as_it_finishes(tmp_path, capsys):
+    out = tmp_path / "b"
+    rc = main(
+        ["bench", "--quick", "--max-pairs", "8", "--limit", "10", "--batch-sizes", "4", "--threads", "1",
+         "--no-progress", "--device", "cpu", "--backends", "torch-fp32,int8", "-o", str(out)]
+    )  # fmt: skip
+    assert rc == 0
+    data = json.loads((out / "bench.json").read_text())
+    assert data["complete"] is True
+    assert [r["backend"] for r in data["rows"]] == [
+        "onnxruntime int8 (shipped)",
+        "pytorch fp32 (transformers, sdpa)",
+    ]
+    err = capsys.readouterr().err
+    # a line per finished row on stderr, end to end first, in the order they were measured
+    lines = [line for line in err.splitlines() if line.startswith("fairstream bench:")]
+    assert lines[0].startswith("fairstream bench: end to end") and "MB/s on cpu" in lines[0]
+    assert "onnxruntime int8 (shipped) batch 4:" in lines[1] and "pytorch fp32" in lines[2]
+
+
+def test_a_stopped_run_leaves_the_rows_it_measured(tmp_path):
+    from fairstream.bench import run_bench, write_outputs
+
+    seen: list[tuple[int, bool]] = []
+
+    class Stop(Exception):
+        pass
+
+    def on_update(partial: BenchResult) -> None:
+        seen.append((len(partial.rows), partial.complete))
+        write_outputs(partial, tmp_path, plot=False)
+        if partial.rows:
+            raise Stop  # as a time limit would, after the first backend
+
+    with pytest.raises(Stop):
+        run_bench(
+            quick=True, max_pairs=8, limit=10, batch_sizes=[4], threads=1, progress=False, device="cpu",
+            only=["int8", "torch-fp32"], on_update=on_update,
+        )  # fmt: skip
+    assert seen == [(0, False), (1, False)]
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data["complete"] is False and data["end_to_end"]["docs"] == 10
+    assert [r["backend"] for r in data["rows"]] == ["onnxruntime int8 (shipped)"]
+    assert (tmp_path / "bench.md").read_text().startswith("# fairstream bench\n\n*Partial")
+    with pytest.raises(ValueError, match="unknown backends.*allowed: int8, onnx-fp32"):
+        run_bench(quick=True, only=["gpu"])
 
 
 def test_table_ratios_and_plot_from_rows():

@@ -174,3 +174,30 @@ def test_a_killed_scan_worker_is_one_clear_error_and_the_tagger_recovers(shipped
         assert tagger._scan_pool is None  # the broken pool is dropped; the next call starts a new one
         assert tagger.tag_batch(texts) == first
     tagger.close()
+
+
+def test_without_nltk_data_the_fallback_warning_comes_once_not_once_per_worker(tmp_path):
+    # a user's process (stderr as they see it, no pytest log capture): without NLTK's punkt_tab each
+    # forked scan worker used to log the fallback warning again (16 lines on a 16-core GPU host)
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import json, nltk\n"
+        "nltk.data.path[:] = []\n"
+        "from fairstream.cli import sample_corpus_path\n"
+        "from fairstream.stream.tagger import Tagger\n"
+        "texts = [json.loads(x)['text'] for x in sample_corpus_path().open()][:60]\n"
+        "workers, here = Tagger(scan_workers=3), Tagger(scan_workers=0)\n"
+        "tagged = workers.tag_batch(texts)\n"
+        "assert workers._scan_pool is not None\n"
+        "workers.close()\n"
+        "assert tagged == here.tag_batch(texts), 'workers split differently'\n"
+        "print(workers.extractor.splitter.source, sum(len(t.sentences) for t in tagged))\n"
+    )
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    source, n_sentences = run.stdout.split()
+    assert source == "fairstream-fallback" and int(n_sentences) > 0
+    assert run.stderr.count("NLTK punkt_tab not found") == 1

@@ -31,7 +31,10 @@ def test_sentence_spans_are_exact_offsets(kind):
 def test_missing_punkt_data_falls_back_or_explains(monkeypatch, tmp_path, caplog):
     import nltk
 
+    import fairstream.text
+
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    monkeypatch.setattr(fairstream.text, "_fallback_warned", False)  # logged once per process
     strict = SentenceSplitter("punkt")
     with pytest.raises(FairStreamError, match=r"punkt_tab.*NLTK_DATA.*nltk.downloader punkt_tab"):
         strict.spans(TEXT)
@@ -40,6 +43,10 @@ def test_missing_punkt_data_falls_back_or_explains(monkeypatch, tmp_path, caplog
         assert len(auto.spans(TEXT)) == 5
     assert auto.source == "fairstream-fallback"
     assert "punkt_tab not found" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert len(SentenceSplitter("auto").spans(TEXT)) == 5
+    assert "punkt_tab not found" not in caplog.text  # a second splitter in the same process stays quiet
 
 
 def test_bad_splitter_kind():

@@ -182,11 +182,18 @@ class Tagger:
             # the user's script; the workers only scan text, touching none of the locks the model's
             # threads may hold. Elsewhere spawn, which needs that guard (as DataLoader workers do).
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            # the sentence splitter is chosen here, once: without NLTK's data the fallback's warning
+            # is logged by this process, not once more by every worker (16 times on a 16-core host)
+            splitter = self.extractor.splitter
+            splitter._load()
+            taxonomy, kind, length_filter = self._scan_args
+            if kind == "auto":
+                kind = "fallback" if splitter.source == "fairstream-fallback" else "punkt"
             self._scan_pool = ProcessPoolExecutor(
                 self.scan_workers,
                 mp_context=multiprocessing.get_context(method),
                 initializer=_init_scan_worker,
-                initargs=self._scan_args,
+                initargs=(taxonomy, kind, length_filter),
             )
         return self._scan_pool
 
