@@ -155,7 +155,7 @@ def test_a_stopped_run_leaves_the_rows_it_measured(tmp_path):
     assert data["complete"] is False and data["end_to_end"]["docs"] == 10
     assert [r["backend"] for r in data["rows"]] == ["onnxruntime int8 (shipped)"]
     assert (tmp_path / "bench.md").read_text().startswith("# fairstream bench\n\n*Partial")
-    with pytest.raises(ValueError, match="unknown backends.*allowed: int8, onnx-fp32"):
+    with pytest.raises(ValueError, match=r"unknown backends.*allowed: int8, onnx-fp32"):
         run_bench(quick=True, only=["gpu"])
 
 
