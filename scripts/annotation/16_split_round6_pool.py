@@ -28,9 +28,22 @@ def main() -> None:
     ap.add_argument("--distill", type=int, default=3500, help="mentions in the distillation pool")
     ap.add_argument("--mix", default="2:1:1", help="forum:wiki:web shares of the distillation pool")
     ap.add_argument("--seed", type=int, default=6)
+    ap.add_argument(
+        "--labels",
+        type=Path,
+        default=ROOT / "labels/text-v1.jsonl",
+        help="when selection.jsonl is gone (a fresh machine): the annotated items, matched to candidates "
+        "by source, document and keyword offset",
+    )
     args = ap.parse_args()
     cands = [json.loads(line) for line in (args.dir / "candidates.jsonl").open()]
-    annotated = {json.loads(line)["cid"] for line in (args.dir / "selection.jsonl").open()}
+    if (args.dir / "selection.jsonl").is_file():
+        annotated = {json.loads(line)["cid"] for line in (args.dir / "selection.jsonl").open()}
+    else:
+        by_place = {(c["source"], c["doc_id"], c["kw_start"]): c["cid"] for c in cands}
+        labels = [json.loads(line) for line in args.labels.open(encoding="utf-8") if line.strip()]
+        annotated = {by_place[(r["source"], r["doc_id"], r["kw_start"])] for r in labels}
+        print(f"selection rebuilt from {args.labels}: {len(annotated)} annotated candidates")
     annotated_docs = {(c["source"], c["doc_id"]) for c in cands if c["cid"] in annotated}
     # a document with an annotated mention stays out of both sets (its text is in training)
     rest = [c for c in cands if (c["source"], c["doc_id"]) not in annotated_docs]
