@@ -1,0 +1,85 @@
+"""Score the session-6 teachers' logits (and the shipped model) on the round-7 hold-out (never trained on).
+
+    NLTK_DATA=../shared/data/nltk_data python scripts/gpu/score_heldout_r7.py [--logits runs/device-s6/3/logits]
+
+Reads ``labels/heldout-text-r7.jsonl`` (resolved against ``runs/packages`` and ../shared/data/corpus),
+round 6's ``runs/round6/unseen.jsonl`` (whose rows the teachers scored after the 16,076 rows of the
+training pairs and the distillation pool) and the sweep's logits files. Prints WSD kappa, regard
+macro-F1 and negative F1 on all 1,383 items and on the 92 chosen at random.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from export.labels import load_text_standoff  # noqa: E402
+from fairstream.core.schema import REGARD_LABELS  # noqa: E402
+from fairstream.eval import score  # noqa: E402
+from fairstream.models.runtime import JointModel  # noqa: E402
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--logits", type=Path, default=ROOT / "runs/device-s6/3/logits")
+    ap.add_argument("--offset", type=int, default=16076)
+    ap.add_argument("--json", type=Path, help="also write the numbers here")
+    args = ap.parse_args()
+    path = ROOT / "labels/heldout-text-r7.jsonl"
+    with path.open(encoding="utf-8") as f:
+        r7 = [json.loads(line) for line in f if line.strip()]
+    pairs = load_text_standoff(
+        path, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
+    )
+    with (ROOT / "runs/round6/unseen.jsonl").open(encoding="utf-8") as f:
+        unseen = [json.loads(line) for line in f]
+    row = {(c["source"], str(c["doc_id"]), c["kw_start"]): i for i, c in enumerate(unseen)}
+    rows = np.array([args.offset + row[(r["source"], str(r["doc_id"]), r["kw_start"])] for r in r7])
+    random_items = [i for i, r in enumerate(r7) if r.get("selected_as") == "random"]
+    results: dict[str, dict] = {}
+
+    def report(name: str, p_wsd: np.ndarray, p_regard: np.ndarray) -> None:
+        wsd = ["yes" if p[1] >= 0.5 else "no" for p in p_wsd]
+        regard = [REGARD_LABELS[k] for k in p_regard.argmax(1)]
+        results[name] = {}
+        for subset, items in (("all", list(range(len(r7)))), ("random", random_items)):
+            m = score([pairs[i] for i in items], [wsd[i] for i in items], [regard[i] for i in items])
+            results[name][subset] = {
+                "n": len(items),
+                "wsd_kappa": round(m["wsd_kappa"], 3),
+                "regard_macro_f1": round(m["regard_macro_f1"], 3),
+                "negative_f1": round(m["regard_f1"]["negative"] or 0.0, 3),
+            }
+        print(f"{name:32s} {json.dumps(results[name])}")
+
+    with np.load(args.logits / "teacher-full-full.npz") as z:
+        report("teacher-full", softmax(z["wsd"][rows]), softmax(z["regard"][rows]))
+    for seed in (0, 1):
+        ws, rs = [], []
+        for k in range(5):
+            with np.load(args.logits / f"teacher-cv5-s{seed}-f{k}.npz") as z:
+                ws.append(softmax(z["wsd"][rows]))
+                rs.append(softmax(z["regard"][rows]))
+        report(f"teacher-cv5-s{seed} fold 0", ws[0], rs[0])
+        report(f"teacher-cv5-s{seed} mean of folds", np.mean(ws, 0), np.mean(rs, 0))
+    shipped = JointModel()
+    wsd_p, reg_p = (softmax(x) for x in shipped.predict_logits([p.mention for p in pairs])[:2])
+    report(f"shipped {shipped.name} (int8)", wsd_p, reg_p)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
