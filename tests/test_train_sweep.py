@@ -185,3 +185,121 @@ def test_counterfactual_copies_swap_the_keyword_within_its_class(pool_and_dev):
         assert m.text[m.end :] == orig.mention.text[orig.mention.end :]
         assert (cf.wsd, cf.regard) == (orig.wsd, orig.regard) and cf.source == "cf-" + orig.source
     assert counterfactual_pairs(pairs, tax, copies=2, seed=0) == out  # seeded
+
+
+def write_pool(path: Path, n: int) -> None:
+    with path.open("w") as f:
+        for i in range(n):
+            kw, gloss = KEYWORDS[i % len(KEYWORDS)]
+            text = f"Yesterday a {kw} neighbour fixed the fence for the whole street, number {i}."
+            start = text.index(kw)
+            rec = {"uid": f"pool{i}", "text": text, "keyword": kw, "gloss": gloss, "class": "x",
+                   "kw_start": start, "kw_end": start + len(kw)}  # fmt: skip
+            f.write(json.dumps(rec) + "\n")
+
+
+def run_sweep_args(monkeypatch, encoder, pool, dev, configs, out, *extra: str) -> None:
+    (out.parent / f"{out.name}-configs.json").write_text(json.dumps(configs))
+    argv = ["sweep", "--encoder", str(encoder), "--pairs", str(pool), "--dev", str(dev),
+            "--configs", str(out.parent / f"{out.name}-configs.json"), "--out", str(out), "--device", "cpu", *extra]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    sweep.main()
+
+
+def test_folds_run_apart_then_merged_equal_the_sequential_cv(
+    monkeypatch, tiny_encoder, pool_and_dev, tmp_path
+):
+    pool, dev = pool_and_dev
+    cfg = [{"name": "cv", "eval": "cv", "folds": 2, "epochs": 1, "batch_size": 4, "lr": 1e-3}]
+    run_sweep_args(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "seq")
+    for k in (0, 1):  # as separate processes would, into one folder
+        run_sweep_args(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "par", "--fold", str(k))
+    run_sweep_args(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "par", "--merge")
+    seq = [json.loads(x) for x in (tmp_path / "seq/results.jsonl").open()]
+    par = [json.loads(x) for x in (tmp_path / "par/results.jsonl").open()]
+    assert [r.get("fold") for r in par[:2]] == [0, 1] and par[2]["merged_folds"] == 2
+    assert par[0]["dev"]["n"] + par[1]["dev"]["n"] == 12  # each fold scores only its own items
+    assert par[2]["dev"] == seq[0]["dev"]  # same fits, same pooled metrics
+    with np.load(tmp_path / "par/folds/cv-f0.npz") as f0, np.load(tmp_path / "seq/probs.npz") as s:
+        np.testing.assert_allclose(f0["regard"], s["cv/regard"][f0["rows"]], rtol=1e-5)
+    with pytest.raises(SystemExit, match=r"--fold 2: config 'cv' has folds 0\.\.1"):
+        run_sweep_args(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "bad", "--fold", "2")
+
+
+def test_student_learns_from_its_folds_teacher_logits(monkeypatch, tiny_encoder, pool_and_dev, tmp_path):
+    pool, dev = pool_and_dev
+    write_pool(tmp_path / "u.pool.jsonl", 5)
+    common = {"eval": "cv", "folds": 2, "epochs": 1, "batch_size": 4, "lr": 1e-3}
+    teacher = [{"name": "t", **common, "save_logits": True}, {"name": "t", "eval": "full", "epochs": 1,
+               "batch_size": 4, "save_logits": True}]  # fmt: skip
+    out = tmp_path / "out"
+    run_sweep_args(
+        monkeypatch, tiny_encoder, pool, dev, teacher, out, "--pool", str(tmp_path / "u.pool.jsonl")
+    )
+    for tag in ("t-f0", "t-f1", "t-full"):
+        with np.load(out / "logits" / f"{tag}.npz") as z:
+            assert z["wsd"].shape == z["regard"].shape == (12 + 5, 3)  # every pair, then every pool mention
+    with np.load(out / "logits/t-f0.npz") as a, np.load(out / "logits/t-f1.npz") as b:
+        assert not np.allclose(a["regard"], b["regard"])  # two fits, on different dev folds
+    student = [{"name": "s", **common, "distill_from": "t", "distill_pool": 3}]
+    run_sweep_args(
+        monkeypatch, tiny_encoder, pool, dev, student, out, "--pool", str(tmp_path / "u.pool.jsonl")
+    )
+    results = {
+        r["name"] + str(r["config"]["eval"]): r for r in map(json.loads, (out / "results.jsonl").open())
+    }
+    assert results["scv"]["n_train"] == 12 + 3 and results["scv"]["dev"]["n"] == 12
+    assert "dev" not in results["tfull"]  # trained on everything: nothing held out
+    # the same student without the teacher's labels learns something else
+    plain = [{"name": "p", **common}]
+    run_sweep_args(monkeypatch, tiny_encoder, pool, dev, plain, tmp_path / "plain")
+    with np.load(out / "probs.npz") as s, np.load(tmp_path / "plain/probs.npz") as p:
+        assert not np.allclose(s["s/regard"], p["p/regard"])
+    with pytest.raises(SystemExit, match=r"no teacher logits .*nobody-f0\.npz"):
+        run_sweep_args(monkeypatch, tiny_encoder, pool, dev, [{**student[0], "distill_from": "nobody"}],
+                       out, "--pool", str(tmp_path / "u.pool.jsonl"))  # fmt: skip
+    with pytest.raises(SystemExit, match="distill_pool 9 > the 5 --pool mentions"):
+        run_sweep_args(monkeypatch, tiny_encoder, pool, dev, [{**student[0], "distill_pool": 9}], out,
+                       "--pool", str(tmp_path / "u.pool.jsonl"))  # fmt: skip
+
+
+def test_packed_parts_with_pruned_vocabulary_unpack_from_several_folders(
+    tiny_encoder, pool_and_dev, tmp_path
+):
+    from safetensors.numpy import load_file
+
+    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "scripts/gpu/pack_encoder.py")
+    assert spec and spec.loader
+    pack_encoder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pack_encoder)
+    pool, dev = pool_and_dev
+    parts = pack_encoder.pack(
+        tiny_encoder, tmp_path / "packed", int8_all=True, keep_tokens_of=[pool, dev], part_mb=0.02
+    )
+    assert len(parts) >= 2  # split by size (a tensor is never cut)
+    one, two = tmp_path / "a", tmp_path / "b"  # as two device calls would carry them
+    one.mkdir()
+    two.mkdir()
+    for i, p in enumerate(parts):
+        p.rename((one if i % 2 else two) / p.name)
+    for f in (tmp_path / "packed").iterdir():
+        f.rename(one / f.name)
+    with pytest.raises(SystemExit, match="parts missing"):
+        pack_encoder.unpack([one], tmp_path / "half")
+    pack_encoder.unpack([one, two], tmp_path / "unpacked")
+    before = load_file(str(tiny_encoder / "model.safetensors"))
+    after = load_file(str(tmp_path / "unpacked/model.safetensors"))
+    assert before.keys() == after.keys()
+    emb = next(n for n in before if n.endswith("word_embeddings.weight"))
+    used = np.abs(after[emb]).sum(1) > 0
+    assert 0 < used.sum() < len(used)  # only the rows of tokens the texts use travel
+    for name, t in before.items():
+        rows = used if name == emb else slice(None)
+        err = np.abs(after[name][rows] - t[rows])
+        if t.ndim == 2:
+            assert (err <= np.abs(t[rows]).max(axis=1, keepdims=True) / 254 + 1e-7).all(), (
+                name
+            )  # per-row int8
+        else:
+            assert err.max() <= np.abs(t).max() * 1e-3 + 1e-7, name  # fp16 vectors
+    assert (after[emb][~used] == 0).all()

@@ -29,7 +29,15 @@ import numpy as np
 from safetensors.numpy import load_file, save_file
 
 EMB = "embeddings.word_embeddings.weight"
-AUX = ["config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"]
+INDEX = "packed-index.json"  # the part files a complete unpack needs
+AUX = [
+    INDEX,
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+]
 
 
 def quantize_rows(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,6 +114,7 @@ def pack(
         path = dest / ("packed.safetensors" if len(parts) == 1 else f"packed-{i:02d}.safetensors")
         save_file(part, str(path))
         paths.append(path)
+    (dest / INDEX).write_text(json.dumps({"parts": [p.name for p in paths]}))
     for f in AUX:
         if (src / f).is_file():
             shutil.copy(src / f, dest / f)
@@ -115,10 +124,15 @@ def pack(
 def unpack(dests: list[Path] | Path, out_dir: Path) -> None:
     dests = [dests] if isinstance(dests, Path) else dests
     out_dir.mkdir(parents=True, exist_ok=True)
+    found = {p.name: p for dest in dests for p in sorted(dest.glob("packed*.safetensors"))}
+    index = next((d / INDEX for d in dests if (d / INDEX).is_file()), None)
+    if index is not None:
+        missing = [name for name in json.loads(index.read_text())["parts"] if name not in found]
+        if missing:
+            raise SystemExit(f"unpack: parts missing: {missing}; pass every folder that holds a packed part")
     packed: dict[str, np.ndarray] = {}
-    for dest in dests:
-        for path in sorted(dest.glob("packed*.safetensors")):
-            packed.update(load_file(str(path)))
+    for path in found.values():
+        packed.update(load_file(str(path)))
     tensors = {}
     for name, t in packed.items():
         if name.endswith((".scale", ".rows", ".shape")):
