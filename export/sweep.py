@@ -90,7 +90,13 @@ def soft_labels_for(
             f"{path}: {len(wsd)} rows, but --pairs and --pool hold {len(ctx.scored)}; pass the teacher's files"
         )
     row_of = ctx.row_of
-    return {i: (wsd[row_of[id(p)]], reg[row_of[id(p)]]) for i, p in enumerate(train) if id(p) in row_of}
+    # NaN rows: pairs the teacher never scored (e.g. labels added after it ran) train on gold only
+    scored = np.isfinite(wsd).all(axis=1) & np.isfinite(reg).all(axis=1)
+    return {
+        i: (wsd[row_of[id(p)]], reg[row_of[id(p)]])
+        for i, p in enumerate(train)
+        if id(p) in row_of and scored[row_of[id(p)]]
+    }
 
 
 def fit_one(

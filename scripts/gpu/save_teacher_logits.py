@@ -2,7 +2,7 @@
 
     python scripts/gpu/save_teacher_logits.py --logits-dir runs/device-s6/3/logits --data DIR \
         --full teacher-full-full --out-jsonl labels/soft/teacher-mpnet-full-s6.jsonl.gz \
-        --cv teacher-cv5-s0 teacher-cv5-s1 --out-npz labels/soft/teacher-mpnet-cv5-s6.npz
+        --cv teacher-cv5-s0 teacher-cv5-s1 --out-npz labels/soft/teacher-mpnet-cv5-s6.npz --npz-rows 16076
 
 ``DIR`` holds the files the sweep scored, in its row order: ``pairs.jsonl`` then ``*.pool.jsonl`` by
 name. The jsonl file has the ``export.distill`` schema (uid, text_sha1, raw logits), readable by
@@ -37,6 +37,11 @@ def main() -> None:
     ap.add_argument("--cv", nargs="*", default=[], help="cv config names (files NAME-f0..f4.npz)")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--out-npz", type=Path)
+    ap.add_argument(
+        "--npz-rows",
+        type=int,
+        help="keep the first N rows in --out-npz (the pairs and the distillation pool)",
+    )
     args = ap.parse_args()
     rows = load_labelled_pairs(args.data / "pairs.jsonl")
     for pool in sorted(args.data.glob("*.pool.jsonl")):
@@ -60,15 +65,19 @@ def main() -> None:
                 f.write(json.dumps(rec) + "\n")
         print(f"{args.out_jsonl}: {len(rows)} rows")
     if args.cv and args.out_npz:
-        arrays: dict[str, np.ndarray] = {"uid": np.array(uids), "text_sha1": np.array(keys)}
+        n = args.npz_rows or len(rows)
+        arrays: dict[str, np.ndarray] = {
+            "uid": np.array(uids[:n], dtype="S"),
+            "text_sha1": np.array(keys[:n], dtype="S"),
+        }
         for name in args.cv:
             w, r = [], []
             for k in range(args.folds):
                 with np.load(args.logits_dir / f"{name}-f{k}.npz") as z:
                     w.append(z["wsd"])
                     r.append(z["regard"])
-            arrays[f"{name}/wsd"] = np.stack(w).astype(np.float16)
-            arrays[f"{name}/regard"] = np.stack(r).astype(np.float16)
+            arrays[f"{name}/wsd"] = np.stack(w)[:, :n].astype(np.float16)
+            arrays[f"{name}/regard"] = np.stack(r)[:, :n].astype(np.float16)
         np.savez_compressed(args.out_npz, **arrays)
         print(f"{args.out_npz}: {args.out_npz.stat().st_size / 1e6:.1f} MB")
 

@@ -31,12 +31,66 @@ import tarfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 TEACHER = {"epochs": 2, "max_length": 128, "exclude": ["bias-"], "save_logits": True}
 STUDENT = {"exclude": ["bias-"]}
 DISTILL = {"distill_pool": 3500, "distill_weight": 0.5, "temperature": 2.0}
+
+
+TEXT_LABELS = ["r6-helper", "r8-helper"]  # annotators of labels/text-*.jsonl (rounds 6 and 8)
+
+
+def student_configs(seeds: list[int], smoke: bool) -> dict[str, list[dict]]:
+    """Plan "students": MiniLM baselines and distilled students, each with and without the text labels."""
+    tiny = {"epochs": 0.02, "max_length": 48} if smoke else {}
+    out: dict[str, list[dict]] = {"teacher": [], "base": [], "distill": []}
+    for s in seeds:
+        for text, exclude in (("", ["bias-", *TEXT_LABELS]), ("-text", ["bias-"])):
+            out["base"].append(
+                {"name": f"base{text}-cv5-s{s}", "eval": "cv", "seed": s, "exclude": exclude, **tiny}
+            )
+            out["distill"].append(
+                {"name": f"distill{text}-cv5-s{s}", "eval": "cv", "seed": s, "distill_from": f"teacher-cv5-s{s}",
+                 "exclude": exclude, **DISTILL, **tiny, **({"distill_pool": 20} if smoke else {})}
+            )  # fmt: skip
+    return out
+
+
+def write_teacher_logits(npz: Path, data: Path, pools: list[Path], logits_dir: Path) -> list[str]:
+    """The committed per-fold teacher logits, aligned by (uid, text hash) to this run's rows (NaN: unscored)."""
+    from export.distill import load_pool, pair_key
+    from fairstream.models.labels import load_labelled_pairs
+
+    rows = load_labelled_pairs(data / "pairs.jsonl")
+    for pool in pools:
+        rows += load_pool(pool)
+    logits_dir.mkdir(parents=True, exist_ok=True)
+    with np.load(npz) as z:
+
+        def text(v: object) -> str:
+            return v.decode() if isinstance(v, bytes) else str(v)
+
+        at = {(text(u), text(h)): i for i, (u, h) in enumerate(zip(z["uid"], z["text_sha1"], strict=True))}
+        index = np.array([at.get((p.uid, pair_key(p)), -1) for p in rows])
+        names = sorted({k.split("/")[0] for k in z.files if k.endswith("/wsd")})
+        for name in names:
+            for head in ("wsd", "regard"):
+                if z[f"{name}/{head}"].ndim != 3:
+                    raise SystemExit(f"{npz}: {name}/{head} is not folds x rows x 3")
+            for k in range(z[f"{name}/wsd"].shape[0]):
+                arrays = {}
+                for head in ("wsd", "regard"):
+                    src = z[f"{name}/{head}"][k].astype(np.float32)
+                    out = np.full((len(rows), 3), np.nan, dtype=np.float32)
+                    out[index >= 0] = src[index[index >= 0]]
+                    arrays[head] = out
+                np.savez_compressed(logits_dir / f"{name}-f{k}.npz", **arrays)
+    print(f"teacher logits {names}: {int((index >= 0).sum())} of {len(rows)} rows scored", flush=True)
+    return names
 
 
 def configs(seeds: list[int], smoke: bool) -> dict[str, list[dict]]:
@@ -67,7 +121,9 @@ class Job:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--mpnet", type=Path, nargs="+", required=True, help="packed MPNet folder(s)")
+    ap.add_argument(
+        "--mpnet", type=Path, nargs="*", default=[], help="packed MPNet folder(s) (plan teacher-cv)"
+    )
     ap.add_argument("--minilm", type=Path, nargs="+", required=True, help="packed MiniLM folder(s)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--work", type=Path, default=Path("/tmp/train_cv"))
@@ -76,19 +132,37 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument(
+        "--plan",
+        choices=["teacher-cv", "students"],
+        default="teacher-cv",
+        help="teacher-cv: train the MPNet teachers too (session 6); students: read their per-fold logits "
+        "from --teacher-logits and train MiniLM baselines and distilled students, with and without the "
+        "text labels (needs no MPNet)",
+    )
+    ap.add_argument(
+        "--teacher-logits", type=Path, help="labels/soft/teacher-mpnet-cv5-s6.npz (plan students)"
+    )
     args = ap.parse_args()
+    if args.plan == "students" and not args.teacher_logits:
+        ap.error("--plan students needs --teacher-logits")
     t0 = time.time()
     from scripts.gpu.pack_encoder import unpack
 
     work = args.work
     enc = {"mpnet": work / "mpnet", "minilm": work / "minilm"}
-    unpack(args.mpnet, enc["mpnet"])
+    if args.plan == "teacher-cv":
+        unpack(args.mpnet, enc["mpnet"])
     unpack(args.minilm, enc["minilm"])
     print(f"[{time.time() - t0:5.1f}s] encoders unpacked", flush=True)
     pools = sorted(args.data.glob("*.pool.jsonl"))
     sweep_out = work / "sweep"
     sweep_out.mkdir(parents=True, exist_ok=True)
-    cfgs = configs(args.seeds, args.smoke)
+    if args.plan == "students":
+        write_teacher_logits(args.teacher_logits, args.data, pools, sweep_out / "logits")
+        cfgs = student_configs(args.seeds, args.smoke)
+    else:
+        cfgs = configs(args.seeds, args.smoke)
     cfg_file = {}
     for group, items in cfgs.items():
         cfg_file[group] = work / f"{group}.json"
@@ -105,6 +179,11 @@ def main() -> None:
             Job(c["name"], c, enc["minilm"], k, sweep_out / "logits" / f"{c['distill_from']}-f{k}.npz")
             for k in range(5)
         ]
+    if (
+        args.plan == "students"
+    ):  # each seed's four configs before the next seed: a deadline cuts seeds, not configs
+        kinds = ["base", "distill", "base-text", "distill-text"]
+        jobs.sort(key=lambda j: (j.cfg["seed"], kinds.index(j.name.rsplit("-cv5", 1)[0]), j.fold or 0))
     smi = None
     if args.device.startswith("cuda"):
         smi = subprocess.Popen(
@@ -150,8 +229,9 @@ def main() -> None:
             break
         waiting = []
         for j in (j for j in jobs if j.proc is None and j.rc is None):
-            teacher = teacher_of(j) if j.needs is not None else None
-            if j.needs is not None and (teacher is None or (teacher.rc is not None and teacher.rc != 0)):
+            teacher = teacher_of(j) if j.needs is not None else None  # None: logits given up front
+            no_teacher = teacher is None or (teacher.rc is not None and teacher.rc != 0)
+            if j.needs is not None and not j.needs.is_file() and no_teacher:
                 j.rc = -1  # its teacher failed: it cannot run
                 continue
             waiting.append(j)
