@@ -303,3 +303,36 @@ def test_packed_parts_with_pruned_vocabulary_unpack_from_several_folders(
         else:
             assert err.max() <= np.abs(t).max() * 1e-3 + 1e-7, name  # fp16 vectors
     assert (after[emb][~used] == 0).all()
+
+
+def test_committed_teacher_logits_align_by_key_and_unscored_rows_train_on_gold(pool_and_dev, tmp_path):
+    from export.distill import pair_key
+    from export.sweep import SweepContext, soft_labels_for
+
+    spec = importlib.util.spec_from_file_location("train_cv", ROOT / "scripts/gpu/train_cv.py")
+    assert spec and spec.loader
+    train_cv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_cv)
+    pool, _ = pool_and_dev
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "pairs.jsonl").write_text(pool.read_text())
+    pairs = load_labelled_pairs(pool)
+    scored = pairs[::2]  # the teacher saw every other pair, in another order
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, len(scored), 3)).astype(np.float16)
+    np.savez_compressed(
+        tmp_path / "t.npz",
+        uid=np.array([p.uid for p in scored[::-1]], dtype="S"),
+        text_sha1=np.array([pair_key(p) for p in scored[::-1]], dtype="S"),
+        **{"teacher-cv5-s0/wsd": logits, "teacher-cv5-s0/regard": -logits},
+    )
+    names = train_cv.write_teacher_logits(tmp_path / "t.npz", data, [], tmp_path / "sweep/logits")
+    assert names == ["teacher-cv5-s0"]
+    ctx = SweepContext("enc", None, "cpu", pairs, [], tmp_path / "sweep")
+    soft = soft_labels_for(pairs, ctx, "teacher-cv5-s0-f1")
+    assert sorted(soft) == list(range(0, len(pairs), 2))  # unscored rows (NaN) are left to gold labels
+    for j, p in enumerate(scored[::-1]):
+        i = pairs.index(p)
+        np.testing.assert_allclose(soft[i][0], logits[1, j].astype(np.float32))
+        np.testing.assert_allclose(soft[i][1], -logits[1, j].astype(np.float32))
