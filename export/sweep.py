@@ -33,7 +33,7 @@ from tokenizers import Tokenizer
 
 from export.config import TrainConfig
 from export.modeling import JointCrossEncoder
-from export.train import dev_fold, devdoc_folds, evaluate, fit, predict, tensors
+from export.train import dev_fold, devdoc_folds, evaluate, fit, predict
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def fit_one(
     model, _ = fit(ctx.encoder, ctx.tokenizer, train, hp, device=ctx.device, quiet=True, soft=soft)
     tag = tag_of(cfg, fold)
     if cfg["save_logits"]:
-        wsd, reg = predict_logits(model, ctx.tokenizer, ctx.scored, hp.max_length)
+        wsd, reg = predict(model, ctx.tokenizer, ctx.scored, hp.max_length, bs=128, logits=True)
         ctx.logits_dir.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(ctx.logits_dir / f"{tag}.npz", wsd=wsd, regard=reg)
     if cfg["save_model"]:
@@ -200,24 +200,6 @@ def run_config(
         rows = sorted(scored_rows)
         result["dev"] = evaluate(wsd[rows], reg[rows], [dev[i] for i in rows], 0.5)
     return result, wsd, reg
-
-
-@torch.no_grad()
-def predict_logits(
-    model: JointCrossEncoder, tokenizer, pairs: list[LabelledPair], max_length: int, bs: int = 128
-):
-    """Raw (temperature 1) WSD and regard logits of ``pairs``, in order (length-sorted batches)."""
-    model.eval()
-    device = next(model.parameters()).device
-    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i].mention.text))
-    wsd = np.zeros((len(pairs), 3), dtype=np.float32)
-    reg = np.zeros((len(pairs), 3), dtype=np.float32)
-    for lo in range(0, len(order), bs):
-        idx = order[lo : lo + bs]
-        feeds = {k: v.to(device) for k, v in tensors(tokenizer, [pairs[i] for i in idx], max_length).items()}
-        w, r = model(**feeds)
-        wsd[idx], reg[idx] = w.float().cpu().numpy(), r.float().cpu().numpy()
-    return wsd, reg
 
 
 def merge_folds(cfg: dict, dev: list[LabelledPair], out: Path) -> tuple[dict, np.ndarray, np.ndarray] | None:

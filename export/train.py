@@ -238,7 +238,16 @@ def tensors(tokenizer, items: list[LabelledPair], max_length: int) -> dict[str, 
 
 
 @torch.no_grad()
-def predict(model: JointCrossEncoder, tokenizer, pairs: list[LabelledPair], max_length: int, bs: int = 64):
+def predict(
+    model: JointCrossEncoder,
+    tokenizer,
+    pairs: list[LabelledPair],
+    max_length: int,
+    bs: int = 64,
+    *,
+    logits: bool = False,
+):
+    """WSD and regard probabilities of ``pairs`` in order (length-sorted batches); raw logits with ``logits``."""
     model.eval()
     device = next(model.parameters()).device
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i].mention.text))
@@ -248,8 +257,10 @@ def predict(model: JointCrossEncoder, tokenizer, pairs: list[LabelledPair], max_
         idx = order[lo : lo + bs]
         feeds = {k: v.to(device) for k, v in tensors(tokenizer, [pairs[i] for i in idx], max_length).items()}
         w, r = model(**feeds)
-        wsd[idx] = torch.softmax(w, -1).float().cpu().numpy()
-        reg[idx] = torch.softmax(r, -1).float().cpu().numpy()
+        if not logits:
+            w, r = torch.softmax(w, -1), torch.softmax(r, -1)
+        wsd[idx] = w.float().cpu().numpy()
+        reg[idx] = r.float().cpu().numpy()
     return wsd, reg
 
 
