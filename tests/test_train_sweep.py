@@ -336,3 +336,59 @@ def test_committed_teacher_logits_align_by_key_and_unscored_rows_train_on_gold(p
         i = pairs.index(p)
         np.testing.assert_allclose(soft[i][0], logits[1, j].astype(np.float32))
         np.testing.assert_allclose(soft[i][1], -logits[1, j].astype(np.float32))
+
+
+@pytest.mark.slow
+def test_device_script_students_plan_runs_end_to_end_on_cpu(tiny_encoder, tmp_path):
+    """``scripts/gpu/train_cv.py --plan students`` as the next device call runs it, with tiny fits on CPU."""
+    import subprocess
+
+    from export.distill import pair_key
+
+    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "scripts/gpu/pack_encoder.py")
+    assert spec and spec.loader
+    pack_encoder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pack_encoder)
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = []
+    for prefix in ("a", "b", "c"):  # 36 dev items: every one of 5 folds holds some
+        write_pairs(tmp_path / f"{prefix}.jsonl", prefix, ["web"])
+        lines += (tmp_path / f"{prefix}.jsonl").read_text().splitlines()
+    (data / "dev.jsonl").write_text("\n".join(lines) + "\n")
+    write_pairs(data / "pairs.jsonl", "p", ["corpus-a", "r8-helper-01"])  # half of them "text labels"
+    write_pool(data / "1-distill.pool.jsonl", 25)
+    pack_encoder.pack(tiny_encoder, tmp_path / "minilm", int8_all=True)
+    rows = load_labelled_pairs(data / "pairs.jsonl")
+    rng = np.random.default_rng(1)
+    logits = {
+        f"teacher-cv5-s0/{head}": rng.normal(size=(5, len(rows), 3)).astype(np.float16)
+        for head in ("wsd", "regard")
+    }
+    np.savez_compressed(
+        tmp_path / "t.npz",
+        uid=np.array([p.uid for p in rows], dtype="S"),
+        text_sha1=np.array([pair_key(p) for p in rows], dtype="S"),
+        **logits,
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/gpu/train_cv.py"), "--plan", "students", "--teacher-logits",
+         str(tmp_path / "t.npz"), "--data", str(data), "--minilm", str(tmp_path / "minilm"), "--out", str(out),
+         "--work", str(tmp_path / "work"), "--device", "cpu", "--smoke", "--seeds", "0", "--parallel", "2",
+         "--deadline", "600"],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    jobs = json.loads((out / "jobs.json").read_text())
+    assert len(jobs) == 20 and all(j["rc"] == 0 for j in jobs)  # 4 configs x 5 folds
+    merged = {r["name"]: r for r in map(json.loads, (out / "results.jsonl").open()) if r.get("merged_folds")}
+    assert sorted(merged) == ["base-cv5-s0", "base-text-cv5-s0", "distill-cv5-s0", "distill-text-cv5-s0"]
+    assert all(r["dev"]["n"] == 36 for r in merged.values())
+    per_fold = [r for r in map(json.loads, (out / "results.jsonl").open()) if r.get("fold") == 0]
+    n_train = {r["name"]: r["n_train"] for r in per_fold}
+    # text labels (source r8-helper-*) only in the -text configs; the distillation pool only in distill-*
+    assert n_train["base-cv5-s0"] == 6 and n_train["base-text-cv5-s0"] == 12
+    assert n_train["distill-cv5-s0"] == 6 + 20 and n_train["distill-text-cv5-s0"] == 12 + 20
+    assert "teacher logits ['teacher-cv5-s0']: 12 of 37 rows scored" in run.stdout
