@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -67,6 +68,15 @@ def select(pool: list[LabelledPair], cfg: dict) -> list[LabelledPair]:
         extra = [p for p in out if p.source.startswith(prefix)]
         out += extra * (int(times) - 1)
     return out
+
+
+def save_npz(path: Path, **arrays: np.ndarray) -> None:
+    """Write an npz atomically: a parallel fit waiting for this file never reads half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        np.savez_compressed(f, **arrays)
+    os.replace(tmp, path)
 
 
 def tag_of(cfg: dict, fold: int | None) -> str:
@@ -115,8 +125,7 @@ def fit_one(
     tag = tag_of(cfg, fold)
     if cfg["save_logits"]:
         wsd, reg = predict(model, ctx.tokenizer, ctx.scored, hp.max_length, bs=128, logits=True)
-        ctx.logits_dir.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(ctx.logits_dir / f"{tag}.npz", wsd=wsd, regard=reg)
+        save_npz(ctx.logits_dir / f"{tag}.npz", wsd=wsd, regard=reg)
     if cfg["save_model"]:
         (ctx.out / "models").mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().half().cpu() for k, v in model.state_dict().items()}
@@ -255,6 +264,11 @@ def main() -> None:
     configs = json.loads(args.configs.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     probs: dict[str, np.ndarray] = {}
+    if (
+        args.fold is None and (args.out / "probs.npz").is_file()
+    ):  # results.jsonl appends; so do the probabilities
+        with np.load(args.out / "probs.npz") as z:
+            probs = {k: z[k] for k in z.files}
     ctx = SweepContext(args.encoder, tokenizer, args.device, pool, unlabelled, args.out)
     for raw in configs:
         unknown = set(raw) - set(DEFAULTS) - {"name"}
@@ -283,8 +297,7 @@ def main() -> None:
             )
         if args.fold is not None:
             rows = np.array([i for i, p in enumerate(dev) if dev_fold(p.uid, cfg["folds"]) == args.fold])
-            (args.out / "folds").mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(
+            save_npz(
                 args.out / "folds" / f"{tag_of(cfg, args.fold)}.npz",
                 rows=rows, wsd=wsd[rows], regard=reg[rows], seconds=result["seconds"],
             )  # fmt: skip
@@ -303,7 +316,7 @@ def main() -> None:
             f.write(json.dumps(result) + "\n")
         if args.fold is None:
             probs[f"{cfg['name']}/wsd"], probs[f"{cfg['name']}/regard"] = wsd, reg
-            np.savez_compressed(args.out / "probs.npz", **probs)
+            save_npz(args.out / "probs.npz", **probs)
 
 
 if __name__ == "__main__":

@@ -222,6 +222,9 @@ def test_folds_run_apart_then_merged_equal_the_sequential_cv(
     assert par[2]["dev"] == seq[0]["dev"]  # same fits, same pooled metrics
     with np.load(tmp_path / "par/folds/cv-f0.npz") as f0, np.load(tmp_path / "seq/probs.npz") as s:
         np.testing.assert_allclose(f0["regard"], s["cv/regard"][f0["rows"]], rtol=1e-5)
+        with np.load(tmp_path / "par/probs.npz") as merged:  # --merge writes the pooled probabilities too
+            np.testing.assert_allclose(merged["cv/regard"], s["cv/regard"], rtol=1e-5)
+    assert not list((tmp_path / "par").rglob("*.tmp"))  # npz files are written whole, then renamed
     with pytest.raises(SystemExit, match=r"--fold 2: config 'cv' has folds 0\.\.1"):
         run_sweep_args(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "bad", "--fold", "2")
 
@@ -250,6 +253,8 @@ def test_student_learns_from_its_folds_teacher_logits(monkeypatch, tiny_encoder,
     }
     assert results["scv"]["n_train"] == 12 + 3 and results["scv"]["dev"]["n"] == 12
     assert "dev" not in results["tfull"]  # trained on everything: nothing held out
+    with np.load(out / "probs.npz") as z:  # the teacher's and the student's, both kept
+        assert {"t/regard", "s/regard"} <= set(z.files)
     # the same student without the teacher's labels learns something else
     plain = [{"name": "p", **common}]
     run_sweep_args(monkeypatch, tiny_encoder, pool, dev, plain, tmp_path / "plain")
