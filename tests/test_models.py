@@ -292,3 +292,55 @@ def test_fp16_export_for_gpu_matches_fp32(tiny_model_dir: Path, tmp_path: Path):
     (only16 / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ModelError, match="no ONNX file usable with CPUExecutionProvider"):
         JointModel(only16, providers=["CPUExecutionProvider"]).predict(items())
+
+
+@pytest.mark.parametrize("arch", ["mpnet", "roberta"])
+def test_other_encoder_architectures_export_and_run_batch_invariant(arch: str, tmp_path: Path):
+    """The teacher (MPNet) and a user's roberta-base go through the same export and runtime as MiniLM."""
+    torch = pytest.importorskip("torch")
+    import transformers
+    from tokenizers import Tokenizer
+
+    from export.export_onnx import export_model
+    from export.modeling import JointCrossEncoder
+    from tests.fixtures.make_tiny_model import build_tokenizer
+
+    texts = [it.text for it in items()] + ["<< >> ; who is a person of nationality race religion gender"]
+    tok = build_tokenizer(texts)
+    run = tmp_path / "run"
+    (run / "tokenizer").mkdir(parents=True)
+    transformers.BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]").save_pretrained(run / "tokenizer")  # fmt: skip
+    config_cls = {"mpnet": transformers.MPNetConfig, "roberta": transformers.RobertaConfig}[arch]
+    cfg = config_cls(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=300, pad_token_id=tok.token_to_id("[PAD]"))  # fmt: skip
+    cfg.save_pretrained(run / "encoder_config")
+    torch.manual_seed(0)
+    model = JointCrossEncoder(str(run / "encoder_config"), pretrained=False)
+    with torch.no_grad():
+        model.regard_head.weight.mul_(40.0)
+        model.wsd_head.weight.mul_(20.0)
+    torch.save(model.state_dict(), run / "model.pt")
+    (run / "train_meta.json").write_text(json.dumps({"encoder": f"tiny-random-{arch}", "max_length": 128}))
+    out = tmp_path / "model"
+    export_model(run, out, name=f"tiny-{arch}", threshold=0.5, keep_fp32=True)
+    model.eval()
+    feeds = encode_batch(Tokenizer.from_file(str(out / "tokenizer.json")), items(), max_length=128)
+    with torch.no_grad():
+        torch_w, torch_r = (t.numpy() for t in model(**{k: torch.from_numpy(v) for k, v in feeds.items()}))
+    onnx_w, onnx_r = JointModel(fp32_copy(out, tmp_path), batch_size=64).predict_logits(items())
+    np.testing.assert_allclose(onnx_w, torch_w, atol=1e-4)  # the graph computes what the model does
+    np.testing.assert_allclose(onnx_r, torch_r, atol=1e-4)
+    int8 = [JointModel(out, batch_size=bs, intra_op_threads=1).predict_logits(items()) for bs in (1, 3, 64)]
+    for w, r in int8[1:]:  # per-row int8: a mention's logits do not depend on its batch
+        np.testing.assert_array_equal(w, int8[0][0])
+        np.testing.assert_array_equal(r, int8[0][1])
+    assert (int8[0][1].argmax(1) == onnx_r.argmax(1)).mean() >= 0.8
+    # the torch (GPU) backend rebuilds BERT-style encoders only: it refuses others with a clear error
+    from fairstream.errors import ModelError
+    from fairstream.models.loader import load_model
+
+    with pytest.raises(
+        ModelError, match=r"model\.(int8|fp32)\.onnx: .*\(RoBERTa, MPNet\) are not supported.*onnxruntime"
+    ):
+        load_model(out, device="cpu", backend="torch").predict_logits(items())

@@ -180,11 +180,13 @@ def _bert_config(
     if missing:
         raise ModelError(
             f"{path}: not a BERT-style encoder graph (missing {missing}); the torch backend reads "
-            "BERT / MiniLM joint models; use device='cpu' for this model"
+            "BERT / MiniLM joint models; run this model with ONNX Runtime (backend='onnxruntime', device='cpu')"
         )
     if any(n.op_type == "CumSum" for n in graph.node):  # RoBERTa-style position ids from the padding mask
         raise ModelError(
-            f"{path}: RoBERTa-style position ids are not supported by the torch backend; use device='cpu'"
+            f"{path}: RoBERTa-style position ids (RoBERTa, MPNet) are not supported by the torch backend, which "
+            "rebuilds BERT / MiniLM encoders; run this model with ONNX Runtime (backend='onnxruntime', "
+            "device='cpu', or the CUDA provider with onnxruntime-gpu)"
         )
     vocab, hidden = state["encoder.embeddings.word_embeddings.weight"].shape
     layers = sorted(
