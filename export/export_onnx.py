@@ -86,10 +86,15 @@ def export_model(
     keep_fp32: bool = False,
     parity_labels: Path | None = None,
     regard_offsets: list[float] | tuple[float, ...] | None = None,
+    with_torch: bool = False,
 ) -> dict:
     """Export a training run folder to a fairstream model folder; returns the written config.
 
     ``regard_offsets`` ([negative, neutral, positive]) is written as ``regard_logit_offsets``.
+    ``with_torch`` also writes the PyTorch weights (``torch/model.safetensors``, fp32) and the encoder's
+    config (``torch/encoder_config``), listed as ``"torch"`` in config.json: the torch (GPU) backend
+    then builds the model from them, for any encoder architecture, instead of rebuilding a BERT-style
+    encoder from the ONNX graph.
     """
     offsets = (
         parse_regard_offsets(list(regard_offsets), "--regard-offsets") if regard_offsets is not None else None
@@ -111,6 +116,7 @@ def export_model(
             convert_fp16(fp32, out / "model.fp16.onnx")
             onnx_files["fp16"] = "model.fp16.onnx"
         shutil.copy(run / "tokenizer" / "tokenizer.json", out / "tokenizer.json")
+        torch_files = export_torch_weights(run, out, meta) if with_torch else None
         encoder = meta["encoder"]
         config = {
             "name": name,
@@ -120,6 +126,7 @@ def export_model(
             "wsd_labels": list(WSD_LABELS),
             "regard_labels": list(REGARD_LABELS),
             **({REGARD_OFFSETS_KEY: list(offsets)} if offsets is not None else {}),
+            **({"torch": torch_files} if torch_files else {}),
             "inputs": INPUTS,
             "marker_open": MARK_OPEN,
             "marker_close": MARK_CLOSE,
@@ -151,6 +158,23 @@ def export_model(
     return config
 
 
+def export_torch_weights(run: Path, out: Path, meta: dict) -> dict[str, str]:
+    """``torch/model.safetensors`` and ``torch/encoder_config`` in ``out``; returns config.json's entry."""
+    from safetensors.torch import save_file
+
+    state = torch.load(run / "model.pt", map_location="cpu")
+    (out / "torch").mkdir(exist_ok=True)
+    save_file({k: v.contiguous() for k, v in state.items()}, str(out / "torch" / "model.safetensors"))
+    if (out / "torch" / "encoder_config").exists():
+        shutil.rmtree(out / "torch" / "encoder_config")
+    shutil.copytree(run / "encoder_config", out / "torch" / "encoder_config")
+    return {
+        "weights": "torch/model.safetensors",
+        "encoder_config": "torch/encoder_config",
+        "pooling": meta.get("pooling", "cls_span"),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", type=Path, required=True, help="folder written by export.train")
@@ -164,6 +188,12 @@ def main() -> None:
     )
     ap.add_argument("--fp16", action="store_true")
     ap.add_argument("--keep-fp32", action="store_true", help="also keep model.fp32.onnx in --out (large)")
+    ap.add_argument(
+        "--with-torch",
+        action="store_true",
+        help="also write the PyTorch weights: the GPU backend then runs any encoder (MPNet, RoBERTa), not "
+        "only BERT-style ones (large: 4 bytes per parameter)",
+    )
     ap.add_argument(
         "--parity-labels", type=Path, default=None, help="labels file for the int8 vs fp32 parity report"
     )
@@ -191,6 +221,7 @@ def main() -> None:
         keep_fp32=args.keep_fp32,
         parity_labels=args.parity_labels,
         regard_offsets=args.regard_offsets,
+        with_torch=args.with_torch,
     )
     if (args.out / "parity.json").is_file():
         print((args.out / "parity.json").read_text())

@@ -336,7 +336,8 @@ def test_other_encoder_architectures_export_and_run_batch_invariant(arch: str, t
         np.testing.assert_array_equal(w, int8[0][0])
         np.testing.assert_array_equal(r, int8[0][1])
     assert (int8[0][1].argmax(1) == onnx_r.argmax(1)).mean() >= 0.8
-    # the torch (GPU) backend rebuilds BERT-style encoders only: it refuses others with a clear error
+    # from the ONNX graph alone the torch (GPU) backend rebuilds BERT-style encoders only: others are
+    # refused with a clear error ...
     from fairstream.errors import ModelError
     from fairstream.models.loader import load_model
 
@@ -344,3 +345,20 @@ def test_other_encoder_architectures_export_and_run_batch_invariant(arch: str, t
         ModelError, match=r"model\.(int8|fp32)\.onnx: .*\(RoBERTa, MPNet\) are not supported.*onnxruntime"
     ):
         load_model(out, device="cpu", backend="torch").predict_logits(items())
+    # ... and exported --with-torch they run there from their own weights, any architecture
+    export_model(run, tmp_path / "with-torch", name=f"tiny-{arch}", threshold=0.5, with_torch=True)
+    cfg_json = json.loads((tmp_path / "with-torch/config.json").read_text())
+    assert cfg_json["torch"]["weights"] == "torch/model.safetensors"
+    torch_model = load_model(tmp_path / "with-torch", device="cpu", backend="torch", batch_size=2)
+    tw, tr = torch_model.predict_logits(items())
+    np.testing.assert_allclose(tw, torch_w, atol=1e-4)
+    np.testing.assert_allclose(tr, torch_r, atol=1e-4)
+    assert [p.person for p in torch_model.predict(items())] == [bool(y >= 0.5) for y in softmax_yes(tw)]
+    (tmp_path / "with-torch/torch/model.safetensors").unlink()
+    with pytest.raises(ModelError, match=r"model\.safetensors: listed in .*config\.json but missing"):
+        load_model(tmp_path / "with-torch", device="cpu", backend="torch").predict_logits(items())
+
+
+def softmax_yes(wsd_logits: np.ndarray) -> np.ndarray:
+    e = np.exp(wsd_logits - wsd_logits.max(1, keepdims=True))
+    return (e / e.sum(1, keepdims=True))[:, 1]

@@ -258,6 +258,43 @@ def _attention_heads(graph: Any, inits: dict[str, Any], numpy_helper: Any, hidde
     return None
 
 
+def _build_from_torch_weights(model_dir: Path, spec: Any, attn_implementation: str) -> Any:
+    """The model from the PyTorch weights that ``export.export_onnx --with-torch`` wrote (any encoder)."""
+    _require_torch()
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModel
+
+    from fairstream.models.torch_model import JointCrossEncoder
+
+    where = f"{model_dir}/config.json"
+    if not isinstance(spec, dict) or not {"weights", "encoder_config"} <= set(spec):
+        raise ModelError(
+            f"{where}: 'torch' must name 'weights' and 'encoder_config' (export.export_onnx --with-torch)"
+        )
+    weights, cfg_dir = model_dir / spec["weights"], model_dir / spec["encoder_config"]
+    for path in (weights, cfg_dir / "config.json"):
+        if not path.is_file():
+            raise ModelError(f"{path}: listed in {where} but missing; re-export with --with-torch")
+    cfg = AutoConfig.from_pretrained(cfg_dir)
+    try:
+        encoder = AutoModel.from_config(cfg, attn_implementation=attn_implementation)
+    except (ValueError, ImportError):  # an architecture without SDPA support (MPNet): plain attention
+        encoder = AutoModel.from_config(cfg, attn_implementation="eager")
+    module = JointCrossEncoder(encoder, dropout=0.0, pooling=spec.get("pooling", "cls_span"))
+    state = {k: v.float() for k, v in load_file(str(weights)).items()}
+    expected = module.state_dict()
+    unknown = sorted(set(state) - set(expected))
+    missing = sorted(k for k in set(expected) - set(state) if not k.endswith("_ids"))
+    if unknown or missing:
+        raise ModelError(
+            f"{weights}: weights do not match {cfg_dir}'s {cfg.model_type} (missing {missing[:5]}, unknown "
+            f"{unknown[:5]}); re-export the model"
+        )
+    module.load_state_dict(state, strict=False)
+    logger.info("built the torch model from %s (%s)", weights, cfg.model_type)
+    return module.eval()
+
+
 def build_torch_model(
     model_dir: str | Path | None = None, *, attn_implementation: str = "sdpa", onnx_kind: str | None = None
 ) -> Any:
@@ -267,6 +304,10 @@ def build_torch_model(
         model_dir: model folder (``None``: the shipped ``joint-v2``).
         attn_implementation: transformers attention (``"sdpa"``, or ``"eager"`` for export).
         onnx_kind: which graph of ``config.json``'s ``onnx`` to read (default: fp32, fp16, then int8).
+
+    A folder exported ``--with-torch`` (config.json names ``"torch"`` weights) is built from those
+    weights and the encoder's own config, so any architecture runs; otherwise the encoder is rebuilt
+    as BERT from the ONNX graph (the shipped model).
     """
     torch = _require_torch()
     from transformers import BertConfig, BertModel
@@ -274,6 +315,8 @@ def build_torch_model(
     from fairstream.models.torch_model import JointCrossEncoder
 
     meta = JointModel(model_dir)  # reads and checks config.json; loads no session
+    if "torch" in meta.config and onnx_kind is None:
+        return _build_from_torch_weights(meta.model_dir, meta.config["torch"], attn_implementation)
     files: dict[str, str] = meta.config["onnx"]
     kinds = [onnx_kind] if onnx_kind else [k for k in ("fp32", "fp16", "int8") if k in files]
     if not kinds or kinds[0] not in files:
