@@ -123,6 +123,28 @@ def test_cli_scan_workers_writes_the_same_outputs(tmp_path, monkeypatch):
     assert outs[0] == outs[2] and 100 < outs[0].count("\n") <= 120
 
 
+def test_global_scope_reads_ahead_too_and_writes_the_same_outputs(tmp_path, monkeypatch):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in sample_docs(120)), encoding="utf-8")
+    handed_over = []
+    real_prefetch = Tagger.prefetch
+    monkeypatch.setattr(
+        Tagger, "prefetch", lambda self, texts: (handed_over.append(len(texts)), real_prefetch(self, texts))
+    )
+    outs = {}
+    for n in (0, 2):
+        handed_over.clear()
+        out = tmp_path / f"g{n}"
+        argv = ["filter", str(corpus), "-o", str(out), "--cap-scope", "global", "--scan-workers", str(n),
+                "--lookahead", "40", "--workers", "1"]  # fmt: skip
+        assert main(argv) == 0
+        outs[n] = (out / "data" / "c.jsonl").read_text(encoding="utf-8")
+        counters = json.loads((out / "stats.json").read_text())["counters"]
+        assert counters["docs_in"] == 120 and counters["docs_out"] == outs[n].count("\n")
+        assert handed_over == ([40, 40] if n else [])  # the annotate pass's 2nd and 3rd windows
+    assert outs[0] == outs[2] and 100 < outs[0].count("\n") <= 120
+
+
 def test_read_one_ahead_hands_out_what_was_read_before_an_error():
     def items():
         yield from (1, 2, 3)

@@ -75,8 +75,9 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
     def flush() -> None:
         nonlocal n_parts, last_pos
         rows: list[dict[str, Any]] = []
-        for i in range(0, len(pending), window):
-            chunk = pending[i : i + window]
+        chunks = [pending[i : i + window] for i in range(0, len(pending), window)]
+        # with scan workers the next window's keyword stage runs while this one is judged
+        for chunk in step.read_ahead(chunks, lambda c: [r.data for r in c]):
             rows += _annotate(step, chunk, task, planners, counts)
             if report is not None:  # a window at a time: the model's work is the slow part
                 report(len(chunk), chunk[-1].position - last_pos)
