@@ -1,6 +1,6 @@
 """int8 activation schemes side by side: batch invariance, agreement with fp32 activations, speed.
 
-    python benchmarks/bench_quantization.py [--base-rev 03768b6] [--rounds 5]
+    python benchmarks/bench_quantization.py [--base-rev 03768b6] [--rounds 5] [--real-pool runs/round6/unseen.jsonl]
 
 Three graphs of the same trained weights (joint-v2): the per-tensor dynamic int8 graph shipped
 before batch-invariant inference (read from git at ``--base-rev``), the shipped per-row graph, and
@@ -9,7 +9,8 @@ the fp32-activation reference (same int8 weights dequantized, see
 the repository, so this isolates activation rounding: the weight rounding is common to all three.
 
 Mentions: the expert dev set (the model was trained on it) and text the model never saw
-(CrowS-Pairs and StereoSet sentences, keyword mentions found by the detector). Speed: pairs/s of the
+(CrowS-Pairs and StereoSet sentences, keyword mentions found by the detector; with ``--real-pool``
+also real Reddit / Wikipedia / web mentions, as users' text is). Speed: pairs/s of the
 model stage, one intra-op thread, length-sorted batches, CPU time of this process (robust to other
 load on the machine), rounds interleaved, median reported.
 """
@@ -101,6 +102,13 @@ def main() -> None:
     ap.add_argument("--base-rev", default="03768b6", help="commit whose model is the per-tensor baseline")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--unseen", type=int, default=1500, help="unseen mentions to compare on")
+    ap.add_argument(
+        "--real-pool",
+        type=Path,
+        help="unseen real text as a pool file (export.distill schema), e.g. round 6's runs/round6/unseen.jsonl "
+        "(Reddit, Wikipedia and web mentions no shipped model trained on; scripts/annotation/12 and 16)",
+    )
+    ap.add_argument("--real-n", type=int, default=3000, help="mentions drawn (seeded) from --real-pool")
     args = ap.parse_args()
     tax = Taxonomy.default()
     tok = Tokenizer.from_file(str(default_model_dir() / "tokenizer.json"))
@@ -113,6 +121,12 @@ def main() -> None:
         ],
         "unseen (CrowS-Pairs + StereoSet)": unseen_mentions(tax, args.unseen),
     }
+    if args.real_pool:
+        from export.distill import load_pool
+
+        real = [p.mention for p in load_pool(args.real_pool)]
+        random.Random(0).shuffle(real)
+        sets["unseen real text (Reddit, Wikipedia, web: round-6 pool)"] = real[: args.real_n]
     with tempfile.TemporaryDirectory() as tmp:
         per_tensor = Path(tmp) / "per_tensor.onnx"
         per_tensor.write_bytes(
