@@ -94,7 +94,10 @@ def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shi
     assert code == 2 and not (tmp_path / "o").exists()
 
 
-def test_cli_scan_workers_writes_the_same_outputs(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "scope_args", [[], ["--cap-scope", "global", "--workers", "1"]], ids=["stream-scope", "global-scope"]
+)
+def test_cli_scan_workers_read_ahead_and_write_the_same_outputs(tmp_path, monkeypatch, scope_args):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in sample_docs(120)), encoding="utf-8")
     handed_over = []  # windows the job read ahead and gave to the scan workers
@@ -105,43 +108,24 @@ def test_cli_scan_workers_writes_the_same_outputs(tmp_path, monkeypatch):
     outs = {}
     for n in (0, 2):
         handed_over.clear()
+        out = tmp_path / f"o{n}"
         argv = [
             "filter",
             str(corpus),
             "-o",
-            str(tmp_path / f"o{n}"),
+            str(out),
             "--scan-workers",
             str(n),
             "--lookahead",
             "40",
+            *scope_args,
         ]
-        assert main(argv) == 0
-        outs[n] = (tmp_path / f"o{n}" / "data" / "c.jsonl").read_text(encoding="utf-8")
-        counters = json.loads((tmp_path / f"o{n}" / "stats.json").read_text())["counters"]
-        assert counters["docs_in"] == 120 and counters["docs_out"] == outs[n].count("\n")
-        assert handed_over == ([40, 40] if n else [])  # three windows: the 2nd and 3rd read ahead
-    assert outs[0] == outs[2] and 100 < outs[0].count("\n") <= 120
-
-
-def test_global_scope_reads_ahead_too_and_writes_the_same_outputs(tmp_path, monkeypatch):
-    corpus = tmp_path / "c.jsonl"
-    corpus.write_text("".join(json.dumps(d) + "\n" for d in sample_docs(120)), encoding="utf-8")
-    handed_over = []
-    real_prefetch = Tagger.prefetch
-    monkeypatch.setattr(
-        Tagger, "prefetch", lambda self, texts: (handed_over.append(len(texts)), real_prefetch(self, texts))
-    )
-    outs = {}
-    for n in (0, 2):
-        handed_over.clear()
-        out = tmp_path / f"g{n}"
-        argv = ["filter", str(corpus), "-o", str(out), "--cap-scope", "global", "--scan-workers", str(n),
-                "--lookahead", "40", "--workers", "1"]  # fmt: skip
         assert main(argv) == 0
         outs[n] = (out / "data" / "c.jsonl").read_text(encoding="utf-8")
         counters = json.loads((out / "stats.json").read_text())["counters"]
         assert counters["docs_in"] == 120 and counters["docs_out"] == outs[n].count("\n")
-        assert handed_over == ([40, 40] if n else [])  # the annotate pass's 2nd and 3rd windows
+        # three windows: the 2nd and 3rd read ahead (the global scope: in its annotate pass)
+        assert handed_over == ([40, 40] if n else [])
     assert outs[0] == outs[2] and 100 < outs[0].count("\n") <= 120
 
 
