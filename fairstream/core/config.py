@@ -62,6 +62,17 @@ def _opt(
     }
 
 
+def _optional_count(help_: str, least: int) -> dict[str, Any]:
+    """Metadata of an optional whole-number option (``None``: a default chosen at run time)."""
+    return _opt(
+        help_,
+        check=lambda v: v is None or _whole(least)(v),
+        allowed=f"a whole number >= {least}",
+        cli_type=int,
+        metavar="N",
+    )
+
+
 def _parse_cap_pair(text: str) -> tuple[str, float]:
     key, sep, value = text.partition("=")
     try:
@@ -157,14 +168,11 @@ class FilterConfig:
     )
     scan_workers: int | None = field(
         default=None,
-        metadata=_opt(
+        metadata=_optional_count(
             "processes running the keyword stage (matching, sentence splitting) beside the model, so "
             "a GPU is not held back by one core scanning text; default: the cores minus one when the "
             "model runs on a GPU, 0 (scan in the model's process) on CPU; speed only",
-            check=lambda v: v is None or _whole(0)(v),
-            allowed="a whole number >= 0",
-            cli_type=int,
-            metavar="N",
+            least=0,
         ),
     )
     min_tokens: int = field(

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairstream.core.config import _opt, _whole
+from fairstream.core.config import _opt, _optional_count, _whole
 from fairstream.errors import ConfigError, option
 
 CAP_SCOPES = ("stream", "global")
@@ -43,13 +43,10 @@ class JobConfig:
     )
     workers: int | None = field(
         default=None,
-        metadata=_opt(
+        metadata=_optional_count(
             "with --cap-scope global: worker processes (local) or CPUs of a local Ray; default: the "
             "cores; each gets cores // workers model threads",
-            check=lambda v: v is None or _whole(1)(v),
-            allowed="a whole number >= 1",
-            cli_type=int,
-            metavar="N",
+            least=1,
         ),
     )
     checkpoint_every: int = field(
