@@ -120,6 +120,11 @@ class SentenceSplitter:
             self.source = "fairstream-fallback"
             return self._tokenizer
 
+    def resolved_kind(self) -> SplitterName:
+        """``"punkt"`` or ``"fallback"``: the splitter this one uses, loaded now (the fallback logged once)."""
+        self._load()
+        return "fallback" if self.source == "fairstream-fallback" else "punkt"
+
     def spans(self, text: str, offset: int = 0) -> list[tuple[int, int]]:
         """Character spans ``(start, end)`` of the sentences of ``text`` (shifted by ``offset``)."""
         tokenizer = self._tokenizer or self._load()

@@ -125,7 +125,6 @@ class Tagger:
             cache_size = 0
         self.cache_size = cache_size
         self.scan_workers = scan_workers
-        self._scan_args = (self.taxonomy, splitter, self.extractor.length_filter)
         self._scan_pool: ProcessPoolExecutor | None = None
         # scans started by ``prefetch``, oldest first: the window after the one being tagged, and
         # the one after it that the caller hands over before tagging it
@@ -184,16 +183,12 @@ class Tagger:
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             # the sentence splitter is chosen here, once: without NLTK's data the fallback's warning
             # is logged by this process, not once more by every worker (16 times on a 16-core host)
-            splitter = self.extractor.splitter
-            splitter._load()
-            taxonomy, kind, length_filter = self._scan_args
-            if kind == "auto":
-                kind = "fallback" if splitter.source == "fairstream-fallback" else "punkt"
+            kind = self.extractor.splitter.resolved_kind()
             self._scan_pool = ProcessPoolExecutor(
                 self.scan_workers,
                 mp_context=multiprocessing.get_context(method),
                 initializer=_init_scan_worker,
-                initargs=(taxonomy, kind, length_filter),
+                initargs=(self.taxonomy, kind, self.extractor.length_filter),
             )
         return self._scan_pool
 
