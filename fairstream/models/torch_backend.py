@@ -282,17 +282,9 @@ def _build_from_torch_weights(model_dir: Path, spec: Any, attn_implementation: s
         encoder = AutoModel.from_config(cfg, attn_implementation="eager")
     module = JointCrossEncoder(encoder, dropout=0.0, pooling=spec.get("pooling", "cls_span"))
     state = {k: v.float() for k, v in load_file(str(weights)).items()}
-    expected = module.state_dict()
-    unknown = sorted(set(state) - set(expected))
-    missing = sorted(k for k in set(expected) - set(state) if not k.endswith("_ids"))
-    if unknown or missing:
-        raise ModelError(
-            f"{weights}: weights do not match {cfg_dir}'s {cfg.model_type} (missing {missing[:5]}, unknown "
-            f"{unknown[:5]}); re-export the model"
-        )
-    module.load_state_dict(state, strict=False)
+    _load_checked(module, state, weights, f"weights do not match {cfg_dir}'s {cfg.model_type}")
     logger.info("built the torch model from %s (%s)", weights, cfg.model_type)
-    return module.eval()
+    return module
 
 
 def build_torch_model(
@@ -331,24 +323,31 @@ def build_torch_model(
     cfg._attn_implementation = attn_implementation
     encoder = BertModel(cfg, add_pooling_layer=False)
     module = JointCrossEncoder(encoder, dropout=0.0, pooling=weights.pooling)
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in weights.state_dict.items()}
+    _load_checked(module, tensors, path, "graph weights do not match the model")
+    logger.info("built the torch model from %s (%s)", path, weights.config)
+    return module
+
+
+def _load_checked(module: Any, tensors: dict[str, Any], source: Path, mismatch: str) -> None:
+    """Load ``tensors`` (read from ``source``) into ``module``, eval mode, after checking names and shapes.
+
+    A half-loaded model is never used: any difference raises a ``ModelError`` naming ``source``.
+    """
     expected = module.state_dict()
-    unknown = sorted(set(weights.state_dict) - set(expected))
-    missing = sorted(k for k in set(expected) - set(weights.state_dict) if not k.endswith("_ids"))
+    unknown = sorted(set(tensors) - set(expected))
+    missing = sorted(k for k in set(expected) - set(tensors) if not k.endswith("_ids"))
     if unknown or missing:
         raise ModelError(
-            f"{path}: graph weights do not match the model (missing {missing[:5]}, unknown {unknown[:5]}); "
-            "re-export the model"
+            f"{source}: {mismatch} (missing {missing[:5]}, unknown {unknown[:5]}); re-export the model"
         )
-    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in weights.state_dict.items()}
     for key, tensor in tensors.items():
         if tuple(tensor.shape) != tuple(expected[key].shape):
             raise ModelError(
-                f"{path}: {key} has shape {tuple(tensor.shape)}, expected {tuple(expected[key].shape)}"
+                f"{source}: {key} has shape {tuple(tensor.shape)}, expected {tuple(expected[key].shape)}"
             )
     module.load_state_dict(tensors, strict=False)
     module.eval()
-    logger.info("built the torch model from %s (%s)", path, weights.config)
-    return module
 
 
 # -- the backend ---------------------------------------------------------------------------------------
