@@ -48,7 +48,6 @@ DEFAULTS = {
     "regard_only_data": False,
     "with_dev_documents": False,
     "save_logits": False,
-    "save_model": False,
     "distill_from": None,
     "distill_pool": 0,
     **TrainConfig().to_dict(),
@@ -115,21 +114,16 @@ def fit_one(
     ctx: SweepContext,
     fold: int | None,
 ) -> JointCrossEncoder:
-    """Fit one model of a config (distilled when it names a teacher); save its logits and weights."""
+    """Fit one model of a config (distilled when it names a teacher); save its logits when asked."""
     hp = TrainConfig.from_mapping(cfg)
     soft = None
     if cfg["distill_from"]:
         teacher_cfg = {**cfg, "name": cfg["distill_from"]}
         soft = soft_labels_for(train, ctx, tag_of(teacher_cfg, fold))
     model, _ = fit(ctx.encoder, ctx.tokenizer, train, hp, device=ctx.device, quiet=True, soft=soft)
-    tag = tag_of(cfg, fold)
     if cfg["save_logits"]:
         wsd, reg = predict(model, ctx.tokenizer, ctx.scored, hp.max_length, bs=128, logits=True)
-        save_npz(ctx.logits_dir / f"{tag}.npz", wsd=wsd, regard=reg)
-    if cfg["save_model"]:
-        (ctx.out / "models").mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().half().cpu() for k, v in model.state_dict().items()}
-        torch.save(state, ctx.out / "models" / f"{tag}.pt")
+        save_npz(ctx.logits_dir / f"{tag_of(cfg, fold)}.npz", wsd=wsd, regard=reg)
     return model
 
 
@@ -156,13 +150,10 @@ def run_config(
     cfg: dict,
     pool: list[LabelledPair],
     dev: list[LabelledPair],
-    encoder: str,
-    tokenizer,
-    device: str,
-    ctx: SweepContext | None = None,
+    ctx: SweepContext,
     only_fold: int | None = None,
 ) -> tuple[dict, np.ndarray, np.ndarray]:
-    ctx = ctx or SweepContext(encoder, tokenizer, device, pool, [], Path("."))
+    tokenizer = ctx.tokenizer
     train = select(pool, cfg)
     if cfg["distill_pool"]:
         n = len(ctx.pool) if cfg["distill_pool"] < 0 else int(cfg["distill_pool"])
@@ -292,9 +283,7 @@ def main() -> None:
                 continue
             result, wsd, reg = merged
         else:
-            result, wsd, reg = run_config(
-                cfg, pool, dev, args.encoder, tokenizer, args.device, ctx=ctx, only_fold=args.fold
-            )
+            result, wsd, reg = run_config(cfg, pool, dev, ctx, only_fold=args.fold)
         if args.fold is not None:
             rows = np.array([i for i, p in enumerate(dev) if dev_fold(p.uid, cfg["folds"]) == args.fold])
             save_npz(
