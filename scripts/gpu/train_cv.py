@@ -37,32 +37,45 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 TEACHER = {"epochs": 2, "max_length": 128, "exclude": ["bias-"], "save_logits": True}
-STUDENT = {"exclude": ["bias-"]}
 DISTILL = {"distill_pool": 3500, "distill_weight": 0.5, "temperature": 2.0}
-
-
 TEXT_LABELS = ["r6-helper", "r8-helper"]  # annotators of labels/text-*.jsonl (rounds 6 and 8)
 
 
-def student_configs(seeds: list[int], smoke: bool) -> dict[str, list[dict]]:
-    """Plan "students": MiniLM baselines and distilled students, each with and without the text labels."""
+def plan_configs(plan: str, seeds: list[int], smoke: bool) -> dict[str, list[dict]]:
+    """The sweep configs of a plan, by group: MPNet teachers (plan teacher-cv), MiniLM baselines, distilled students.
+
+    Plan "students" trains each student with and without the text labels (the "-text" configs); plan
+    "teacher-cv" had none in its data.
+    """
     tiny = {"epochs": 0.02, "max_length": 48} if smoke else {}
-    out: dict[str, list[dict]] = {"teacher": [], "base": [], "distill": []}
+    teachers = []
+    if plan == "teacher-cv":
+        teachers = [{"name": f"teacher-cv5-s{s}", "eval": "cv", "seed": s, **TEACHER, **tiny} for s in seeds]
+        teachers.append({"name": "teacher-full", "eval": "full", "seed": 0, **TEACHER, **tiny})
+        variants = [("", ["bias-"])]
+    else:
+        variants = [("", ["bias-", *TEXT_LABELS]), ("-text", ["bias-"])]
+    base, distill = [], []
     for s in seeds:
-        for text, exclude in (("", ["bias-", *TEXT_LABELS]), ("-text", ["bias-"])):
-            out["base"].append(
-                {"name": f"base{text}-cv5-s{s}", "eval": "cv", "seed": s, "exclude": exclude, **tiny}
+        for suffix, exclude in variants:
+            base.append(
+                {"name": f"base{suffix}-cv5-s{s}", "eval": "cv", "seed": s, "exclude": exclude, **tiny}
             )
-            out["distill"].append(
-                {"name": f"distill{text}-cv5-s{s}", "eval": "cv", "seed": s, "distill_from": f"teacher-cv5-s{s}",
+            distill.append(
+                {"name": f"distill{suffix}-cv5-s{s}", "eval": "cv", "seed": s, "distill_from": f"teacher-cv5-s{s}",
                  "exclude": exclude, **DISTILL, **tiny, **({"distill_pool": 20} if smoke else {})}
             )  # fmt: skip
-    return out
+    return {"teacher": teachers, "base": base, "distill": distill}
+
+
+def _text(v: object) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def write_teacher_logits(npz: Path, data: Path, pools: list[Path], logits_dir: Path) -> list[str]:
     """The committed per-fold teacher logits, aligned by (uid, text hash) to this run's rows (NaN: unscored)."""
     from export.distill import load_pool, pair_key
+    from export.sweep import save_npz
     from fairstream.models.labels import load_labelled_pairs
 
     rows = load_labelled_pairs(data / "pairs.jsonl")
@@ -70,11 +83,7 @@ def write_teacher_logits(npz: Path, data: Path, pools: list[Path], logits_dir: P
         rows += load_pool(pool)
     logits_dir.mkdir(parents=True, exist_ok=True)
     with np.load(npz) as z:
-
-        def text(v: object) -> str:
-            return v.decode() if isinstance(v, bytes) else str(v)
-
-        at = {(text(u), text(h)): i for i, (u, h) in enumerate(zip(z["uid"], z["text_sha1"], strict=True))}
+        at = {(_text(u), _text(h)): i for i, (u, h) in enumerate(zip(z["uid"], z["text_sha1"], strict=True))}
         index = np.array([at.get((p.uid, pair_key(p)), -1) for p in rows])
         names = sorted({k.split("/")[0] for k in z.files if k.endswith("/wsd")})
         for name in names:
@@ -88,25 +97,9 @@ def write_teacher_logits(npz: Path, data: Path, pools: list[Path], logits_dir: P
                     out = np.full((len(rows), 3), np.nan, dtype=np.float32)
                     out[index >= 0] = src[index[index >= 0]]
                     arrays[head] = out
-                np.savez_compressed(logits_dir / f"{name}-f{k}.npz", **arrays)
+                save_npz(logits_dir / f"{name}-f{k}.npz", **arrays)
     print(f"teacher logits {names}: {int((index >= 0).sum())} of {len(rows)} rows scored", flush=True)
     return names
-
-
-def configs(seeds: list[int], smoke: bool) -> dict[str, list[dict]]:
-    tiny = {"epochs": 0.02, "max_length": 48} if smoke else {}
-    teach = [{"name": f"teacher-cv5-s{s}", "eval": "cv", "seed": s, **TEACHER, **tiny} for s in seeds]
-    teach_full = [{"name": "teacher-full", "eval": "full", "seed": 0, **TEACHER, **tiny}]
-    base = [{"name": f"base-cv5-s{s}", "eval": "cv", "seed": s, **STUDENT, **tiny} for s in seeds]
-    distill = [
-        {"name": f"distill-cv5-s{s}", "eval": "cv", "seed": s, "distill_from": f"teacher-cv5-s{s}", **STUDENT,
-         **DISTILL, **tiny}
-        for s in seeds
-    ]  # fmt: skip
-    if smoke:
-        for c in distill:
-            c["distill_pool"] = 20
-    return {"teacher": teach + teach_full, "base": base, "distill": distill}
 
 
 class Job:
@@ -160,12 +153,8 @@ def main() -> None:
     sweep_out.mkdir(parents=True, exist_ok=True)
     if args.plan == "students":
         write_teacher_logits(args.teacher_logits, args.data, pools, sweep_out / "logits")
-        cfgs = student_configs(args.seeds, args.smoke)
-    else:
-        cfgs = configs(args.seeds, args.smoke)
-    cfg_file = {}
-    for group, items in cfgs.items():
-        cfg_file[group] = work / f"{group}.json"
+    cfgs = plan_configs(args.plan, args.seeds, args.smoke)
+    for items in cfgs.values():
         for c in items:
             (work / f"{c['name']}.json").write_text(json.dumps([c]))
     jobs: list[Job] = []
@@ -179,9 +168,8 @@ def main() -> None:
             Job(c["name"], c, enc["minilm"], k, sweep_out / "logits" / f"{c['distill_from']}-f{k}.npz")
             for k in range(5)
         ]
-    if (
-        args.plan == "students"
-    ):  # each seed's four configs before the next seed: a deadline cuts seeds, not configs
+    if args.plan == "students":
+        # each seed's four configs before the next seed: a deadline cuts seeds, not configs
         kinds = ["base", "distill", "base-text", "distill-text"]
         jobs.sort(key=lambda j: (j.cfg["seed"], kinds.index(j.name.rsplit("-cv5", 1)[0]), j.fold or 0))
     smi = None
