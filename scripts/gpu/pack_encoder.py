@@ -97,16 +97,15 @@ def pack(
             out[name] = t.astype(np.float16) if t.dtype == np.float32 else t
     limit = int(part_mb * 1e6) if part_mb else None
     parts: list[dict[str, np.ndarray]] = [{}]
-    size = 0
+    size, last_base = 0, None
     for name in sorted(out, key=lambda n: (n.rsplit(".", 1)[0], n)):  # a weight's pieces stay together
         nbytes = out[name].nbytes
         base = name.rsplit(".", 1)[0]
-        same_weight = any(k.rsplit(".", 1)[0] == base for k in parts[-1])
-        if limit and size + nbytes > limit and parts[-1] and not same_weight:
+        if limit and size + nbytes > limit and parts[-1] and base != last_base:
             parts.append({})
             size = 0
         parts[-1][name] = out[name]
-        size += nbytes
+        size, last_base = size + nbytes, base
     for old in dest.glob("packed*.safetensors"):
         old.unlink()
     paths = []
@@ -147,9 +146,6 @@ def unpack(dests: list[Path] | Path, out_dir: Path) -> None:
             tensors[base] = w
         else:
             tensors[name] = t.astype(np.float32) if t.dtype == np.float16 else t
-    missing = [n for n in packed if n.endswith(".q") and n[:-2] not in tensors]
-    if missing:
-        raise SystemExit(f"unpack: parts missing for {missing}")
     save_file(tensors, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     for f in AUX:
         for dest in dests:
