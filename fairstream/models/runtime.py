@@ -148,7 +148,8 @@ def auto_intra_op_threads(processes: int | None = None) -> int:
     return max(1, usable_cores() // max(1, n))
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Probabilities from logits along the last axis (shifted by the row maximum: no overflow)."""
     z = x - x.max(axis=-1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=-1, keepdims=True)
@@ -385,7 +386,7 @@ class JointModel:
         if not items:
             return []
         wsd_logits, regard_logits = self.predict_logits(items)
-        wsd_p, reg_p = _softmax(wsd_logits), _softmax(regard_logits)
+        wsd_p, reg_p = softmax(wsd_logits), softmax(regard_logits)
         out = []
         for w, r in zip(wsd_p, reg_p, strict=True):
             person = bool(w[1] >= self.wsd_threshold)

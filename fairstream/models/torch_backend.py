@@ -33,7 +33,7 @@ import numpy as np
 from fairstream.errors import MissingDependencyError, ModelError
 from fairstream.models.decision import NO_OFFSETS, regard_index
 from fairstream.models.encoding import MentionInput, encode_batch
-from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction
+from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction, softmax
 
 logger = logging.getLogger(__name__)
 
@@ -351,12 +351,6 @@ def _load_checked(module: Any, tensors: dict[str, Any], source: Path, mismatch: 
 
 
 # -- the backend ---------------------------------------------------------------------------------------
-def _softmax(x: np.ndarray) -> np.ndarray:
-    z = x - x.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
 def predictions_from_logits(
     wsd_logits: np.ndarray,
     regard_logits: np.ndarray,
@@ -368,7 +362,7 @@ def predictions_from_logits(
     The regard decision adds ``regard_offsets`` (the model's ``regard_logit_offsets``) to the
     log-probabilities before the argmax; the reported probabilities are the softmax of the logits.
     """
-    wsd_p, reg_p = _softmax(wsd_logits.astype(np.float64)), _softmax(regard_logits.astype(np.float64))
+    wsd_p, reg_p = softmax(wsd_logits.astype(np.float64)), softmax(regard_logits.astype(np.float64))
     out = []
     for w, r in zip(wsd_p, reg_p, strict=True):
         person = bool(w[1] >= threshold)

@@ -23,12 +23,7 @@ sys.path.insert(0, str(ROOT))
 from export.labels import load_text_standoff  # noqa: E402
 from fairstream.core.schema import REGARD_LABELS  # noqa: E402
 from fairstream.eval import score  # noqa: E402
-from fairstream.models.runtime import JointModel  # noqa: E402
-
-
-def softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(1, keepdims=True))
-    return e / e.sum(1, keepdims=True)
+from fairstream.models.runtime import JointModel, softmax  # noqa: E402
 
 
 def main() -> None:
