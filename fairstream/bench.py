@@ -52,6 +52,7 @@ BACKENDS = {
     "int8": "onnxruntime int8 (shipped)",
     "onnx-fp32": "onnxruntime fp32",
     "torch-fp32": "pytorch fp32 (transformers, sdpa)",
+    "torch-bf16": "pytorch bf16 on CPU (oneDNN, sdpa)",
     "cuda-fp16": "pytorch fp16 (sdpa)",
     "cuda-bf16": "pytorch bf16 (sdpa)",
     "ort-cuda-fp16": "onnxruntime fp16 (CUDA provider)",
@@ -72,6 +73,9 @@ class Row:
     pairs_per_s: float | None = None
     pairs_per_cpu_s: float | None = None
     agreement_vs_int8: dict[str, float] | None = None
+    # largest |dP| against the same backend at the sweep's first batch size: 0.0 for a batch-invariant
+    # model, whose decisions (and so a resumed run's) cannot depend on what shared a batch
+    max_dp_vs_first_batch: float | None = None
     gpu: dict[str, Any] | None = None
     skipped: str | None = None
 
@@ -375,9 +379,19 @@ def backends(
                 cpu_sweep,
             )
         )
+        import torch
+
+        # AMX / AVX512-BF16 CPUs run bf16 GEMMs natively: a fast CPU baseline there, but not
+        # batch-invariant (its max_dp_vs_first_batch column says by how much)
+        bf16_reason = (
+            None if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "oneDNN has no bf16 on this CPU"
+        )
+        make_bf16 = None if bf16_reason else _torch_maker("cpu", "bfloat16", threads)
+        out.append(Backend(BACKENDS["torch-bf16"], "cpu", "bf16", make_bf16, cpu_sweep, bf16_reason))
     else:
         out.append(Backend("onnxruntime fp32", "cpu", "fp32", None, (), torch_reason))
         out.append(Backend("pytorch fp32 (transformers, sdpa)", "cpu", "fp32", None, (), torch_reason))
+        out.append(Backend(BACKENDS["torch-bf16"], "cpu", "bf16", None, (), torch_reason))
     gpu = resolve_device(device) if device != "cpu" else "cpu"
     no_gpu = None
     if torch_reason is not None:
@@ -419,10 +433,10 @@ def backends(
     return [b for b in out if b.name in wanted]
 
 
-def _torch_maker(device: str, dtype: str) -> Callable[[int | None], Any]:
+def _torch_maker(device: str, dtype: str, threads: int | None = None) -> Callable[[int | None], Any]:
     from fairstream.models.loader import load_model
 
-    return lambda bs: load_model(device=device, backend="torch", dtype=dtype, batch_size=bs)
+    return lambda bs: load_model(device=device, backend="torch", dtype=dtype, batch_size=bs, threads=threads)
 
 
 def _onnx_fp16_dir(tmp: Path) -> Path:
@@ -467,6 +481,7 @@ def time_backend(
     if backend.make is None:
         return [Row(backend.name, backend.device, backend.precision, "-", skipped=backend.skipped)]
     rows = []
+    first_probs: np.ndarray | None = None
     torch_mod: Any = None
     if backend.device.startswith("cuda"):
         import torch as torch_mod
@@ -493,7 +508,11 @@ def time_backend(
                 }
         wall, cpu = statistics.median(walls), statistics.median(cpus)
         assert logits is not None
-        agree = agreement(_probs(*logits), reference) if reference is not None else None
+        probs = _probs(*logits)
+        agree = agreement(probs, reference) if reference is not None else None
+        if first_probs is None:
+            first_probs = probs
+        variation = round(float(np.abs(probs - first_probs).max()), 6) if len(pairs) else 0.0
         rows.append(
             Row(
                 backend.name,
@@ -506,6 +525,7 @@ def time_backend(
                 _rate(len(pairs), wall),
                 _rate(len(pairs), cpu),
                 agree,
+                variation,
                 gpu,
             )
         )
@@ -690,12 +710,13 @@ def format_table(result: BenchResult) -> str:
         "",
         "Model stage on the unique pairs (rates per wall second / per CPU second of this process):",
         "",
-        "| backend | device | batch | pairs/s | pairs per CPU s | person agree vs int8 | mean abs dP | GPU util / peak mem |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| backend | device | batch | pairs/s | pairs per CPU s | person agree vs int8 | mean abs dP "
+        "| max dP vs first batch | GPU util / peak mem |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in result.rows:
         if r.skipped:
-            lines.append(f"| {r.backend} | {r.device} | - | not run: {r.skipped} | | | | |")
+            lines.append(f"| {r.backend} | {r.device} | - | not run: {r.skipped} | | | | | |")
             continue
         a = r.agreement_vs_int8 or {}
         g = r.gpu or {}
@@ -707,7 +728,8 @@ def format_table(result: BenchResult) -> str:
         )
         lines.append(
             f"| {r.backend} | {r.device} | {r.batch_size} | {_fmt(r.pairs_per_s, 1)} | {_fmt(r.pairs_per_cpu_s, 1)} | "
-            f"{a.get('person_agreement', 0):.2%} | {a.get('mean_abs_dp', 0):.4f} | {gpu_cell} |"
+            f"{a.get('person_agreement', 0):.2%} | {a.get('mean_abs_dp', 0):.4f} | "
+            f"{_fmt(r.max_dp_vs_first_batch, 4)} | {gpu_cell} |"
         )
     best = best_rates(result)
     base = best.get("pytorch fp32 (transformers, sdpa)")

@@ -50,17 +50,21 @@ def test_every_cpu_backend_is_timed_and_agrees_with_int8(quick_run):
     _, _, out = quick_run
     rows = json.loads((out / "bench.json").read_text())["rows"]
     timed = [r for r in rows if r["skipped"] is None]
-    assert {r["backend"] for r in timed} >= {
-        "onnxruntime int8 (shipped)",
-        "onnxruntime fp32",
-        "pytorch fp32 (transformers, sdpa)",
-    }
+    expected = {"onnxruntime int8 (shipped)", "onnxruntime fp32", "pytorch fp32 (transformers, sdpa)"}
+    bf16_row = next(r for r in rows if r["backend"] == "pytorch bf16 on CPU (oneDNN, sdpa)")
+    if torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        expected.add(bf16_row["backend"])
+    else:
+        assert "no bf16" in bf16_row["skipped"]
+    assert {r["backend"] for r in timed} == expected
     for r in timed:
         assert r["pairs"] == 48 and r["pairs_per_s"] > 0 and r["pairs_per_cpu_s"] > 0
         assert r["batch_size"] in ("1", "8")
+        assert r["max_dp_vs_first_batch"] is not None and r["max_dp_vs_first_batch"] >= 0
         if r["backend"].startswith("onnxruntime int8"):
             # the shipped model is batch-invariant: the same decisions at every batch size
             assert r["agreement_vs_int8"]["mean_abs_dp"] < 1e-6
+            assert r["max_dp_vs_first_batch"] == 0.0
         else:
             assert r["agreement_vs_int8"]["person_agreement"] >= 0.95
             assert 0 < r["agreement_vs_int8"]["mean_abs_dp"] < 0.02

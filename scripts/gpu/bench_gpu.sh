@@ -52,5 +52,5 @@ export NLTK_DATA="${NLTK_DATA:-/nonexistent}"  # the shipped Punkt parameters (a
 timeout "${GPU_S:-170}" python3 -m fairstream bench .gpu-data --device cuda --rounds 2 --no-progress \
   --backends cuda-fp16,cuda-bf16 -o "$OUT/gpu" 2>&1 | grep -v "punkt_tab not found" | tee "$OUT/log.txt"
 timeout "${CPU_S:-120}" python3 -m fairstream bench .gpu-data --device cpu --max-pairs 2000 --no-progress \
-  --backends int8,onnx-fp32,torch-fp32 --batch-sizes 8,32,128 -o "$OUT/cpu" 2>&1 \
+  --backends int8,onnx-fp32,torch-fp32,torch-bf16 --batch-sizes 8,32,128 -o "$OUT/cpu" 2>&1 \
   | grep -v "punkt_tab not found" | tee -a "$OUT/log.txt"

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 TEACHER = {"epochs": 2, "max_length": 128, "exclude": ["bias-"], "save_logits": True}
 DISTILL = {"distill_pool": 3500, "distill_weight": 0.5, "temperature": 2.0}
 TEXT_LABELS = ["r6-helper", "r8-helper"]  # annotators of labels/text-*.jsonl (rounds 6 and 8)
+KINDS = ["base", "distill", "base-text", "distill-text"]  # plan students
 
 
 def plan_configs(plan: str, seeds: list[int], smoke: bool) -> dict[str, list[dict]]:
@@ -136,6 +137,13 @@ def main() -> None:
     ap.add_argument(
         "--teacher-logits", type=Path, help="labels/soft/teacher-mpnet-cv5-s6.npz (plan students)"
     )
+    ap.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=KINDS,
+        default=KINDS,
+        help="plan students: which configs to fit (a 2-core CPU has time for a pair, not all four)",
+    )
     args = ap.parse_args()
     if args.plan == "students" and not args.teacher_logits:
         ap.error("--plan students needs --teacher-logits")
@@ -169,9 +177,10 @@ def main() -> None:
             for k in range(5)
         ]
     if args.plan == "students":
-        # each seed's four configs before the next seed: a deadline cuts seeds, not configs
-        kinds = ["base", "distill", "base-text", "distill-text"]
-        jobs.sort(key=lambda j: (j.cfg["seed"], kinds.index(j.name.rsplit("-cv5", 1)[0]), j.fold or 0))
+        # seed by seed, fold by fold, the configs of a fold together: a deadline cuts whole folds, so the
+        # configs that finished are compared on the same folds
+        jobs = [j for j in jobs if j.name.rsplit("-cv5", 1)[0] in args.kinds]
+        jobs.sort(key=lambda j: (j.cfg["seed"], j.fold or 0, KINDS.index(j.name.rsplit("-cv5", 1)[0])))
     smi = None
     if args.device.startswith("cuda"):
         smi = subprocess.Popen(
