@@ -202,12 +202,20 @@ def run_config(
     return result, wsd, reg
 
 
-def merge_folds(cfg: dict, dev: list[LabelledPair], out: Path) -> tuple[dict, np.ndarray, np.ndarray] | None:
-    """Pool the per-fold files of a cv config run with ``--fold``; None when a fold is missing."""
+def merge_folds(
+    cfg: dict, dev: list[LabelledPair], out: Path, folds: list[int] | None = None
+) -> tuple[dict, np.ndarray, np.ndarray] | None:
+    """Pool the per-fold files of a cv config run with ``--fold``; None when a fold is missing.
+
+    ``folds`` pools only those folds (and scores only their dev items): a partial CV, for comparing
+    configs on the folds they all finished. Rows of other folds stay zero in the returned arrays.
+    """
+    wanted = list(range(cfg["folds"])) if folds is None else folds
     wsd = np.zeros((len(dev), 3), dtype=np.float32)
     reg = np.zeros((len(dev), 3), dtype=np.float32)
     seconds = 0.0
-    for k in range(cfg["folds"]):
+    scored: list[int] = []
+    for k in wanted:
         path = out / "folds" / f"{tag_of(cfg, k)}.npz"
         if not path.is_file():
             logger.warning("%s: fold %d missing (%s); not merged", cfg["name"], k, path)
@@ -216,12 +224,14 @@ def merge_folds(cfg: dict, dev: list[LabelledPair], out: Path) -> tuple[dict, np
             rows = z["rows"]
             wsd[rows], reg[rows] = z["wsd"], z["regard"]
             seconds += float(z["seconds"])
+            scored += [int(r) for r in rows]
+    scored.sort()
     result = {
         "name": cfg["name"],
         "config": {k: v for k, v in cfg.items() if k != "name"},
         "seconds": round(seconds, 1),
-        "merged_folds": cfg["folds"],
-        "dev": evaluate(wsd, reg, dev, 0.5),
+        "merged_folds": cfg["folds"] if folds is None else wanted,
+        "dev": evaluate(wsd[scored], reg[scored], [dev[i] for i in scored], 0.5),
     }
     return result, wsd, reg
 
@@ -239,8 +249,16 @@ def main() -> None:
     ap.add_argument(
         "--merge", action="store_true", help="pool the --fold files of each cv config, train nothing"
     )
+    ap.add_argument(
+        "--merge-folds",
+        type=int,
+        nargs="+",
+        help="with --merge: pool only these folds (a partial CV; configs compared on the same folds)",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads of this process")
     args = ap.parse_args()
+    if args.merge_folds and not args.merge:
+        ap.error("--merge-folds needs --merge")
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -278,7 +296,7 @@ def main() -> None:
                     f"--fold {args.fold}: config {cfg['name']!r} has folds 0..{cfg['folds'] - 1}"
                 )
         if args.merge:
-            merged = merge_folds(cfg, dev, args.out)
+            merged = merge_folds(cfg, dev, args.out, args.merge_folds)
             if merged is None:
                 continue
             result, wsd, reg = merged
@@ -303,7 +321,7 @@ def main() -> None:
         )  # fmt: skip
         with (args.out / "results.jsonl").open("a") as f:
             f.write(json.dumps(result) + "\n")
-        if args.fold is None:
+        if args.fold is None and not args.merge_folds:  # a partial merge has rows it did not score
             probs[f"{cfg['name']}/wsd"], probs[f"{cfg['name']}/regard"] = wsd, reg
             save_npz(args.out / "probs.npz", **probs)
 

@@ -225,6 +225,14 @@ def test_folds_run_apart_then_merged_equal_the_sequential_cv(
         with np.load(tmp_path / "par/probs.npz") as merged:  # --merge writes the pooled probabilities too
             np.testing.assert_allclose(merged["cv/regard"], s["cv/regard"], rtol=1e-5)
     assert not list((tmp_path / "par").rglob("*.tmp"))  # npz files are written whole, then renamed
+    # a partial merge pools only the named folds: fold 1 alone scores what fold 1's own run scored
+    run_sweep_args(
+        monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "par", "--merge", "--merge-folds", "1"
+    )
+    partial = json.loads((tmp_path / "par/results.jsonl").read_text().splitlines()[-1])
+    assert partial["merged_folds"] == [1] and partial["dev"] == par[1]["dev"]
+    with pytest.raises(SystemExit):
+        run_sweep_args(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "par", "--merge-folds", "1")
     with pytest.raises(SystemExit, match=r"--fold 2: config 'cv' has folds 0\.\.1"):
         run_sweep_args(monkeypatch, tiny_encoder, pool, dev, cfg, tmp_path / "bad", "--fold", "2")
 
