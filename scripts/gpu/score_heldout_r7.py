@@ -1,6 +1,7 @@
 """Score the session-6 teachers' logits (and the shipped model) on the round-7 hold-out (never trained on).
 
-    NLTK_DATA=../shared/data/nltk_data python scripts/gpu/score_heldout_r7.py [--logits runs/device-s6/3/logits]
+    NLTK_DATA=../shared/data/nltk_data python scripts/gpu/score_heldout_r7.py [--logits runs/device-s6/3/logits] \
+        [--scored NAME=FILE.npz@ROW ...]
 
 Reads ``labels/heldout-text-r7.jsonl`` (resolved against ``runs/packages`` and ../shared/data/corpus),
 round 6's ``runs/round6/unseen.jsonl`` (whose rows the teachers scored after the 16,076 rows of the
@@ -31,6 +32,14 @@ def main() -> None:
     ap.add_argument("--logits", type=Path, default=ROOT / "runs/device-s6/3/logits")
     ap.add_argument("--offset", type=int, default=16076)
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument(
+        "--scored",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npz@ROW",
+        help="also score a sweep's logits file whose rows ROW.. are the hold-out in file order (a pool "
+        "made from labels/heldout-text-r7.jsonl passed last to export.sweep with save_logits); repeatable",
+    )
     args = ap.parse_args()
     path = ROOT / "labels/heldout-text-r7.jsonl"
     with path.open(encoding="utf-8") as f:
@@ -67,8 +76,19 @@ def main() -> None:
             with np.load(args.logits / f"teacher-cv5-s{seed}-f{k}.npz") as z:
                 ws.append(softmax(z["wsd"][rows]))
                 rs.append(softmax(z["regard"][rows]))
-        report(f"teacher-cv5-s{seed} fold 0", ws[0], rs[0])
+        for k in range(5):
+            report(f"teacher-cv5-s{seed} fold {k}", ws[k], rs[k])
         report(f"teacher-cv5-s{seed} mean of folds", np.mean(ws, 0), np.mean(rs, 0))
+    for spec in args.scored:
+        name, _, rest = spec.partition("=")
+        file, _, first = rest.rpartition("@")
+        if not (name and file and first.isdigit()):
+            raise SystemExit(f"--scored {spec!r}: expected NAME=FILE.npz@ROW")
+        with np.load(file) as z:
+            block = slice(int(first), int(first) + len(r7))
+            if z["wsd"][block].shape[0] != len(r7):
+                raise SystemExit(f"--scored {spec!r}: {file} has no {len(r7)} rows from row {first}")
+            report(name, softmax(z["wsd"][block]), softmax(z["regard"][block]))
     shipped = JointModel()
     wsd_p, reg_p = (softmax(x) for x in shipped.predict_logits([p.mention for p in pairs])[:2])
     report(f"shipped {shipped.name} (int8)", wsd_p, reg_p)
