@@ -371,6 +371,7 @@ def test_device_script_students_plan_runs_end_to_end_on_cpu(tiny_encoder, tmp_pa
     (data / "dev.jsonl").write_text("\n".join(lines) + "\n")
     write_pairs(data / "pairs.jsonl", "p", ["corpus-a", "r8-helper-01"])  # half of them "text labels"
     write_pool(data / "1-distill.pool.jsonl", 25)
+    write_pool(data / "2-heldout.pool.jsonl", 4)  # last pool: scored by every student, trained on by none
     pack_encoder.pack(tiny_encoder, tmp_path / "minilm", int8_all=True)
     rows = load_labelled_pairs(data / "pairs.jsonl")
     rng = np.random.default_rng(1)
@@ -404,4 +405,13 @@ def test_device_script_students_plan_runs_end_to_end_on_cpu(tiny_encoder, tmp_pa
     # text labels (source r8-helper-*) only in the -text configs; the distillation pool only in distill-*
     assert n_train["base-cv5-s0"] == 6 and n_train["base-text-cv5-s0"] == 12
     assert n_train["distill-cv5-s0"] == 6 + 20 and n_train["distill-text-cv5-s0"] == 12 + 20
-    assert "teacher logits ['teacher-cv5-s0']: 12 of 37 rows scored" in run.stdout
+    assert "teacher logits ['teacher-cv5-s0']: 12 of 41 rows scored" in run.stdout
+    import tarfile
+
+    with tarfile.open(out / "logits.tar") as tar:
+        names = tar.getnames()
+        assert len(names) == 20 + 5  # each student fit's logits, and the teacher's 5 folds as read
+        member = tar.extractfile("distill-text-cv5-s0-f3.npz")
+        assert member is not None
+        with np.load(member) as z:  # pairs, then the distillation pool, then the hold-out pool
+            assert z["regard"].shape == (12 + 25 + 4, 3) and np.isfinite(z["regard"]).all()

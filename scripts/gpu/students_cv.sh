@@ -17,7 +17,9 @@
 # SMOKE=1 OUT=/tmp/s bash scripts/gpu/students_cv.sh runs the same wiring here with tiny fits on CPU.
 #
 # It writes $OUT/{results.jsonl,jobs.json,log.txt,gpu_trace.csv,folds_logs.tar.gz}. Merge per config
-# is in results.jsonl ("merged_folds": 5). Compare base-* with distill-* and *-text with the rest.
+# is in results.jsonl ("merged_folds": 5). Compare base-* with distill-* and *-text with the rest:
+#   python scripts/gpu/compare_students.py --sweep DIR --a base-text-cv5-s0 --b distill-text-cv5-s0 \
+#       --heldout-row 20476   (after untarring logits.tar into DIR/logits and folds_logs.tar.gz into DIR)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -29,6 +31,8 @@ if [ "${1:-}" = "--prepare" ]; then
   "$PY" -m export.train --encoder "$MINILM" --out runs/gpu/x --dump-pairs .gpu-students/data/pairs.jsonl
   cp ../shared/data/labels/dev.jsonl .gpu-students/data/dev.jsonl
   cp runs/round6/distill-pool.jsonl .gpu-students/data/1-distill.pool.jsonl
+  # the round-7 hold-out as the last pool: every fit saves its logits there (never trained on)
+  NLTK_DATA="${NLTK_DATA:-../shared/data/nltk_data}" "$PY" scripts/gpu/heldout_pool.py .gpu-students/data/2-r7.pool.jsonl
   PYTHONPATH=. "$PY" scripts/gpu/pack_encoder.py "$MINILM" .gpu-students/minilm --int8-all \
     $(for f in .gpu-students/data/*.jsonl; do echo --keep-tokens-of "$f"; done)
   gzip -9 .gpu-students/data/*.jsonl

@@ -56,15 +56,24 @@ def plan_configs(plan: str, seeds: list[int], smoke: bool) -> dict[str, list[dic
         variants = [("", ["bias-"])]
     else:
         variants = [("", ["bias-", *TEXT_LABELS]), ("-text", ["bias-"])]
+    # students save their logits: on a hold-out pool (scripts/gpu/heldout_pool.py) each fold's model is scored
+    keep = {} if plan == "teacher-cv" else {"save_logits": True}
     base, distill = [], []
     for s in seeds:
         for suffix, exclude in variants:
             base.append(
-                {"name": f"base{suffix}-cv5-s{s}", "eval": "cv", "seed": s, "exclude": exclude, **tiny}
+                {
+                    "name": f"base{suffix}-cv5-s{s}",
+                    "eval": "cv",
+                    "seed": s,
+                    "exclude": exclude,
+                    **keep,
+                    **tiny,
+                }
             )
             distill.append(
                 {"name": f"distill{suffix}-cv5-s{s}", "eval": "cv", "seed": s, "distill_from": f"teacher-cv5-s{s}",
-                 "exclude": exclude, **DISTILL, **tiny, **({"distill_pool": 20} if smoke else {})}
+                 "exclude": exclude, **DISTILL, **keep, **tiny, **({"distill_pool": 20} if smoke else {})}
             )  # fmt: skip
     return {"teacher": teachers, "base": base, "distill": distill}
 

@@ -1,0 +1,45 @@
+"""Write the round-7 hold-out (``labels/heldout-text-r7.jsonl``, stand-off) as a pool file for ``export.sweep``.
+
+    NLTK_DATA=../shared/data/nltk_data python scripts/gpu/heldout_pool.py OUT.pool.jsonl
+
+Pass it as the *last* ``--pool`` of a sweep whose configs set ``save_logits``: every fit then saves
+its logits on the 1,383 hold-out items (the last rows of its logits file, in the label file's order),
+which ``scripts/gpu/compare_students.py --heldout-row`` scores. A pool is never trained on unless a
+config's ``distill_pool`` reaches it, and the distillation pool (3,500) comes first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from export.labels import load_text_standoff  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path)
+    args = ap.parse_args()
+    pairs = load_text_standoff(
+        ROOT / "labels/heldout-text-r7.jsonl",
+        packages_dir=ROOT / "runs/packages",
+        corpus_dir=ROOT.parent / "shared/data/corpus",
+    )
+    tmp = args.out.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for p in pairs:
+            m = p.mention
+            rec = {"uid": p.uid, "text": m.text, "kw_start": m.start, "kw_end": m.end, "keyword": m.keyword,
+                   "gloss": m.gloss, "class": p.attribute_class}  # fmt: skip
+            f.write(json.dumps(rec) + "\n")
+    tmp.replace(args.out)
+    print(f"{args.out}: {len(pairs)} hold-out mentions")
+
+
+if __name__ == "__main__":
+    main()
