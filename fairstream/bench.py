@@ -379,8 +379,6 @@ def backends(
                 cpu_sweep,
             )
         )
-        import torch
-
         # AMX / AVX512-BF16 CPUs run bf16 GEMMs natively: a fast CPU baseline there, but not
         # batch-invariant (its max_dp_vs_first_batch column says by how much)
         bf16_reason = (

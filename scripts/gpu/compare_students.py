@@ -25,18 +25,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from fairstream.core.schema import REGARD_LABELS  # noqa: E402
-from fairstream.eval import score  # noqa: E402
+from export.train import evaluate  # noqa: E402
 from fairstream.models.labels import LabelledPair, load_labelled_pairs  # noqa: E402
 from fairstream.models.runtime import softmax  # noqa: E402
+from scripts.gpu.heldout_pool import load_heldout  # noqa: E402
 
 METRICS = ("wsd_kappa", "regard_macro_f1", "negative_f1", "negative_precision", "negative_recall")
 
 
 def metrics(pairs: list[LabelledPair], wsd_p: np.ndarray, reg_p: np.ndarray) -> dict[str, float]:
-    m = score(
-        pairs, ["yes" if p[1] >= 0.5 else "no" for p in wsd_p], [REGARD_LABELS[k] for k in reg_p.argmax(1)]
-    )
+    m = evaluate(wsd_p, reg_p, pairs, 0.5)  # eval-models' rule: P(person) >= 0.5, regard argmax
     return {
         "wsd_kappa": m["wsd_kappa"],
         "regard_macro_f1": m["regard_macro_f1"],
@@ -112,13 +110,7 @@ def main() -> None:
     out["dev_pooled"]["n"] = len(items)  # type: ignore[assignment]
     print(f"dev, folds {folds} pooled ({len(items)} items): " + json.dumps(out["dev_pooled"]))
     if args.heldout_row is not None:
-        from export.labels import load_text_standoff
-
-        r7 = load_text_standoff(
-            ROOT / "labels/heldout-text-r7.jsonl",
-            packages_dir=ROOT / "runs/packages",
-            corpus_dir=ROOT.parent / "shared/data/corpus",
-        )
+        r7 = load_heldout()
         block = slice(args.heldout_row, args.heldout_row + len(r7))
         held: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {args.a: [], args.b: []}
         for k in folds:

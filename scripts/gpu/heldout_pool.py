@@ -19,17 +19,23 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from export.labels import load_text_standoff  # noqa: E402
+from fairstream.models.labels import LabelledPair  # noqa: E402
+
+HELDOUT = ROOT / "labels/heldout-text-r7.jsonl"
+
+
+def load_heldout() -> list[LabelledPair]:
+    """The round-7 hold-out's 1,383 labelled pairs, texts resolved from ``runs/packages`` and the corpus."""
+    return load_text_standoff(
+        HELDOUT, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
     args = ap.parse_args()
-    pairs = load_text_standoff(
-        ROOT / "labels/heldout-text-r7.jsonl",
-        packages_dir=ROOT / "runs/packages",
-        corpus_dir=ROOT.parent / "shared/data/corpus",
-    )
+    pairs = load_heldout()
     tmp = args.out.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         for p in pairs:

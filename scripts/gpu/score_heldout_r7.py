@@ -21,10 +21,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from export.labels import load_text_standoff  # noqa: E402
-from fairstream.core.schema import REGARD_LABELS  # noqa: E402
-from fairstream.eval import score  # noqa: E402
+from export.train import evaluate  # noqa: E402
 from fairstream.models.runtime import JointModel, softmax  # noqa: E402
+from scripts.gpu.heldout_pool import HELDOUT, load_heldout  # noqa: E402
 
 
 def main() -> None:
@@ -41,12 +40,9 @@ def main() -> None:
         "made from labels/heldout-text-r7.jsonl passed last to export.sweep with save_logits); repeatable",
     )
     args = ap.parse_args()
-    path = ROOT / "labels/heldout-text-r7.jsonl"
-    with path.open(encoding="utf-8") as f:
+    with HELDOUT.open(encoding="utf-8") as f:
         r7 = [json.loads(line) for line in f if line.strip()]
-    pairs = load_text_standoff(
-        path, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
-    )
+    pairs = load_heldout()
     with (ROOT / "runs/round6/unseen.jsonl").open(encoding="utf-8") as f:
         unseen = [json.loads(line) for line in f]
     row = {(c["source"], str(c["doc_id"]), c["kw_start"]): i for i, c in enumerate(unseen)}
@@ -55,11 +51,9 @@ def main() -> None:
     results: dict[str, dict] = {}
 
     def report(name: str, p_wsd: np.ndarray, p_regard: np.ndarray) -> None:
-        wsd = ["yes" if p[1] >= 0.5 else "no" for p in p_wsd]
-        regard = [REGARD_LABELS[k] for k in p_regard.argmax(1)]
         results[name] = {}
         for subset, items in (("all", list(range(len(r7)))), ("random", random_items)):
-            m = score([pairs[i] for i in items], [wsd[i] for i in items], [regard[i] for i in items])
+            m = evaluate(p_wsd[items], p_regard[items], [pairs[i] for i in items], 0.5)
             results[name][subset] = {
                 "n": len(items),
                 "wsd_kappa": round(m["wsd_kappa"], 3),
