@@ -64,8 +64,7 @@ def cross_validated(runs: list[Path], dev_path: Path, threshold: float) -> tuple
     return evaluate(np.concatenate(wsd), np.concatenate(reg), pairs, threshold), folds
 
 
-def sweep_rows(files: list[Path], names: list[str]) -> list[str]:
-    """Table rows (one per named sweep run, then the mean) from ``export.sweep`` results files."""
+def _sweep_results(files: list[Path], names: list[str]) -> dict[str, dict]:
     results = {}
     for f in files:
         for line in f.read_text().splitlines():
@@ -74,6 +73,42 @@ def sweep_rows(files: list[Path], names: list[str]) -> list[str]:
     missing = [n for n in names if n not in results]
     if missing:
         raise SystemExit(f"--sweep files have no runs named {missing}; they have {sorted(results)}")
+    return results
+
+
+def sweep_folds(files: list[Path], names: list[str]) -> int:
+    """The number of cross-validation folds of the named sweep runs (they must agree)."""
+    results = _sweep_results(files, names)
+    folds = {int(results[n]["config"].get("folds", 5)) for n in names}
+    if len(folds) != 1:
+        raise SystemExit(f"--cv-names {names}: runs with different fold counts {sorted(folds)}")
+    return folds.pop()
+
+
+def unseen_section(scores: dict[str, dict], note: str) -> list[str]:
+    """Table of ``score_heldout_r7.py --json``: each model on all unseen items and on the random ones."""
+    lines = [
+        "",
+        "### Unseen real text",
+        "",
+        note,
+        "",
+        "| model | items | WSD kappa | regard macro-F1 | negative F1 | random items | WSD kappa | regard macro-F1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, by_subset in scores.items():
+        a, r = by_subset["all"], by_subset.get("random", {})
+        lines.append(
+            f"| {name} | {a['n']} | {_num(a['wsd_kappa'])} | {_num(a['regard_macro_f1'])} | "
+            f"{_num(a['negative_f1'])} | {r.get('n', 'n/a')} | {_num(r.get('wsd_kappa'))} | "
+            f"{_num(r.get('regard_macro_f1'))} |"
+        )
+    return lines
+
+
+def sweep_rows(files: list[Path], names: list[str], label: str = "mean") -> list[str]:
+    """Table rows (one per named sweep run, then the mean) from ``export.sweep`` results files."""
+    results = _sweep_results(files, names)
     rows = [f"| {n} (seed {results[n]['config']['seed']}) " + fmt_metrics(results[n]["dev"]) for n in names]
     devs = [results[n]["dev"] for n in names]
     mean = {
@@ -85,7 +120,7 @@ def sweep_rows(files: list[Path], names: list[str]) -> list[str]:
         vals = [d.get(k) for d in devs]
         mean[k] = sum(vals) / len(vals) if all(v is not None for v in vals) else None
     mean["n"], mean["regard_n"] = devs[0]["n"], devs[0]["regard_n"]
-    rows.append("| **mean** " + fmt_metrics(mean))
+    rows.append(f"| **{label}** " + fmt_metrics(mean))
     return rows
 
 
@@ -161,6 +196,20 @@ def main() -> None:
     ap.add_argument(
         "--cv", type=Path, nargs="*", default=[], help="run folders of a --dev-folds cross-validation"
     )
+    ap.add_argument(
+        "--baseline-names",
+        nargs="*",
+        default=[],
+        help="sweep runs of the previous default's recipe, cross-validated on the same folds (a comparison table)",
+    )
+    ap.add_argument("--baseline-note", default="", help="what the --baseline-names runs are")
+    ap.add_argument(
+        "--unseen",
+        type=Path,
+        default=None,
+        help="scripts/gpu/score_heldout_r7.py --json output: scores on real text no model trained on",
+    )
+    ap.add_argument("--unseen-note", default="", help="what the --unseen text is and how it was chosen")
     ap.add_argument("--dev", type=Path, default=Path("../shared/data/labels/dev.jsonl"))
     ap.add_argument(
         "--decision-rule",
@@ -170,8 +219,11 @@ def main() -> None:
     )
     args = ap.parse_args()
     cfg = json.loads((args.model / "config.json").read_text())
-    if not args.heldout and not args.heldout_names:
-        raise SystemExit("give --heldout (train_meta.json) or --sweep with --heldout-names")
+    if not (args.heldout or args.heldout_names or args.cv or args.cv_names):
+        raise SystemExit(
+            "give a held-out estimate: --heldout (train_meta.json), --cv (run folders), or --sweep with "
+            "--heldout-names / --cv-names"
+        )
     parity = (
         json.loads((args.model / "parity.json").read_text())
         if (args.model / "parity.json").is_file()
@@ -198,22 +250,23 @@ def main() -> None:
         "",
         "## Quality",
         "",
-        "### Held out: the same recipe trained WITHOUT the dev set, evaluated on the dev set",
-        "",
-        "(`../shared/data/labels/dev.jsonl`, 1,415 expert-labelled pairs from documents excluded from the "
-        f"training labels; PyTorch fp32, threshold 0.5) {args.training_note}",
-        "",
+        "On `../shared/data/labels/dev.jsonl` (1,415 expert-labelled pairs from documents excluded from the "
+        "training labels). For scale: two annotators following GUIDE.md agree at kappa 0.93 / macro-F1 0.94; a "
+        "per-keyword majority guess gets kappa 0.28, always-neutral macro-F1 0.28; the paper's RoBERTa-base "
+        "reached kappa 0.59 / macro-F1 0.82.",
     ]
-    if args.heldout:
-        lines += [HEADER, fmt_metrics(json.loads(args.heldout.read_text())["dev_at_0.5"])]
-    else:
-        lines += [SWEEP_HEADER, *sweep_rows(args.sweep, args.heldout_names)]
-    lines += [
-        "",
-        "For scale: two annotators following GUIDE.md agree at kappa 0.93 / macro-F1 0.94; a per-keyword majority "
-        "guess gets kappa 0.28, always-neutral macro-F1 0.28; the paper's RoBERTa-base reached kappa 0.59 / "
-        "macro-F1 0.82.",
-    ]
+    if args.heldout or args.heldout_names:
+        lines += [
+            "",
+            "### Held out: the same recipe trained WITHOUT the dev set, evaluated on the dev set",
+            "",
+            f"(PyTorch fp32, threshold 0.5) {args.training_note}",
+            "",
+        ]
+        if args.heldout:
+            lines += [HEADER, fmt_metrics(json.loads(args.heldout.read_text())["dev_at_0.5"])]
+        else:
+            lines += [SWEEP_HEADER, *sweep_rows(args.sweep, args.heldout_names)]
     if args.cv:
         pooled, folds = cross_validated(args.cv, args.dev, cfg["wsd_threshold"])
         lines += [
@@ -233,16 +286,28 @@ def main() -> None:
             ),
         ]
     if args.cv_names:
+        folds = sweep_folds(args.sweep, args.cv_names)
         lines += [
             "",
-            "### Cross-validated: the shipped recipe (all training data + the dev set), 5 folds",
+            f"### Cross-validated: the shipped recipe (all training data + the dev set), {folds} folds",
             "",
             "Each fold trains on everything plus the other dev folds and is scored on its own dev fold (split by "
-            "a hash of the item uid; PyTorch fp32); the table pools the five held-out folds, once per seed:",
+            f"a hash of the item uid; PyTorch fp32); the table pools the {folds} held-out folds, once per seed. "
+            f"{args.training_note if not args.heldout_names else ''}",
             "",
             SWEEP_HEADER,
             *sweep_rows(args.sweep, args.cv_names),
         ]
+    if args.baseline_names:
+        lines += [
+            "",
+            f"For comparison, {args.baseline_note or 'the previous recipe'} on the same folds:",
+            "",
+            SWEEP_HEADER,
+            *sweep_rows(args.sweep, args.baseline_names, label="baseline mean"),
+        ]
+    if args.unseen:
+        lines += unseen_section(json.loads(args.unseen.read_text()), args.unseen_note)
     if args.decision_rule:
         lines += decision_rule_section(json.loads(args.decision_rule.read_text()))
     if args.eval_json:

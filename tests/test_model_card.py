@@ -61,3 +61,37 @@ def test_card_tables_carry_negative_precision_and_recall(tmp_path: Path):
     assert "| a | argmax | 0.650 | 0.400 / 0.800 / 0.750 | n/a | 0.333 |" in section
     assert "| a | offsets (CV) | 0.650 | 0.400 / 0.800 / 0.750 | 0.500 | 0.333 |" in section
     assert "[0.3, 0.0, -0.1]" in section
+
+
+def test_card_sections_for_cv_only_models_and_unseen_text(tmp_path: Path):
+    import json
+
+    import pytest
+
+    from export.model_card import sweep_folds, sweep_rows, unseen_section
+
+    m = {"n": 10, "wsd_kappa": 0.5, "wsd_f1": 0.6, "regard_n": 6, "regard_micro_f1": 0.7, "regard_macro_f1": 0.65,
+         "regard_f1": {"negative": 0.4, "neutral": 0.8, "positive": 0.75}}  # fmt: skip
+    runs = tmp_path / "results.jsonl"
+    runs.write_text(
+        "\n".join(
+            json.dumps({"name": n, "config": {"seed": s, "folds": f}, "dev": {**m, "regard_macro_f1": v}})
+            for n, s, f, v in (("a-s0", 0, 5, 0.6), ("a-s1", 1, 5, 0.7), ("b-s0", 0, 3, 0.5))
+        )
+    )
+    assert sweep_folds([runs], ["a-s0", "a-s1"]) == 5
+    with pytest.raises(SystemExit, match="different fold counts"):
+        sweep_folds([runs], ["a-s0", "b-s0"])
+    with pytest.raises(SystemExit, match="no runs named"):
+        sweep_rows([runs], ["nope"])
+    rows = sweep_rows([runs], ["a-s0", "a-s1"], label="baseline mean")
+    assert rows[-1].startswith("| **baseline mean** |") and "| 0.650 |" in rows[-1]
+    scores = {
+        "new (int8)": {"all": {"n": 100, "wsd_kappa": 0.8, "regard_macro_f1": 0.7, "negative_f1": 0.6},
+                       "random": {"n": 10, "wsd_kappa": 0.9, "regard_macro_f1": 0.85, "negative_f1": None}},
+        "old (int8)": {"all": {"n": 100, "wsd_kappa": 0.7, "regard_macro_f1": 0.6, "negative_f1": 0.5}},
+    }  # fmt: skip
+    table = unseen_section(scores, "chosen where models disagree")
+    assert "chosen where models disagree" in table
+    assert "| new (int8) | 100 | 0.800 | 0.700 | 0.600 | 10 | 0.900 | 0.850 |" in table
+    assert "| old (int8) | 100 | 0.700 | 0.600 | 0.500 | n/a | n/a | n/a |" in table

@@ -223,7 +223,7 @@ class GlobalCapJob:
         """
         from fairstream.core.stats import StreamStats
         from fairstream.models.card import model_quality
-        from fairstream.models.runtime import default_model_dir
+        from fairstream.models.runtime import resolve_model_dir
         from fairstream.stats import CooccurrenceCounts, DroppedExamples
         from fairstream.stats.outputs import write_run_outputs
 
@@ -249,7 +249,7 @@ class GlobalCapJob:
             "model": model,
             "taxonomy": next((r["taxonomy"] for r in results if r.get("taxonomy")), c.taxonomy),
             "shards": [str(s) for s in self.shards],
-            "model_quality": model_quality(Path(c.model) if c.model else default_model_dir()),
+            "model_quality": model_quality(resolve_model_dir(c.model)),
         }
         stream_stats = {**stats.to_dict(), "run": run, "problems": summary["problems"]}
         report = write_run_outputs(

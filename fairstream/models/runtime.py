@@ -101,6 +101,27 @@ def default_model_dir(name: str = DEFAULT_MODEL) -> Path:
     return Path(str(resources.files("fairstream") / "data" / "models" / name))
 
 
+def shipped_model_names() -> list[str]:
+    """Names of the models inside the package (each usable as ``model=NAME``)."""
+    root = default_model_dir().parent
+    return sorted(p.name for p in root.iterdir() if (p / "config.json").is_file()) if root.is_dir() else []
+
+
+def resolve_model_dir(model: str | Path | None) -> Path:
+    """A model folder from ``None`` (the default), a folder path, or the name of a shipped model.
+
+    A folder that exists wins over a shipped name, so ``./joint-v2`` on disk is never shadowed.
+    """
+    if model is None:
+        return default_model_dir()
+    path = Path(model)
+    if not path.exists() and isinstance(model, str) and "/" not in model and "\\" not in model:
+        shipped = default_model_dir(model)
+        if (shipped / "config.json").is_file():
+            return shipped
+    return path
+
+
 THREADS_ENV = "FAIRSTREAM_INTRA_OP_THREADS"  # threads per session, overrides the automatic choice
 PROCESSES_ENV = "FAIRSTREAM_PROCESSES"  # processes predicting at once, set by a process pool
 
@@ -199,7 +220,7 @@ class JointModel:
             raise ValueError(f"intra_op_threads={intra_op_threads} must be >= 0 (0: ONNX Runtime's default)")
         if batch_threads is not None and batch_threads < 1:
             raise ValueError(f"batch_threads={batch_threads} must be >= 1")
-        self.model_dir = Path(model_dir) if model_dir is not None else default_model_dir()
+        self.model_dir = resolve_model_dir(model_dir)
         self.batch_size = batch_size
         self.intra_op_threads = intra_op_threads
         self.batch_threads = batch_threads
@@ -225,8 +246,9 @@ class JointModel:
         if not cfg_path.is_file():
             raise ModelError(
                 f"{cfg_path}: model config not found. Pass the folder of a fairstream model (config.json, "
-                "tokenizer.json, *.onnx), reinstall fairstream to restore the shipped model, or train one "
-                "with export/train.py"
+                "tokenizer.json, *.onnx) or the name of a shipped one "
+                f"({', '.join(shipped_model_names()) or 'none installed'}), reinstall fairstream to restore "
+                "the shipped models, or train one with export/train.py"
             )
         try:
             cfg = json.loads(cfg_path.read_text(encoding="utf-8"))

@@ -1,7 +1,7 @@
 """Score the session-6 teachers' logits (and the shipped model) on the round-7 hold-out (never trained on).
 
     NLTK_DATA=../shared/data/nltk_data python scripts/gpu/score_heldout_r7.py [--logits runs/device-s6/3/logits] \
-        [--scored NAME=FILE.npz@ROW ...]
+        [--scored NAME=FILE.npz@ROW ...] [--model EXPORTED_MODEL_DIR ...]
 
 Reads ``labels/heldout-text-r7.jsonl`` (resolved against ``runs/packages`` and ../shared/data/corpus),
 round 6's ``runs/round6/unseen.jsonl`` (whose rows the teachers scored after the 16,076 rows of the
@@ -38,6 +38,13 @@ def main() -> None:
         metavar="NAME=FILE.npz@ROW",
         help="also score a sweep's logits file whose rows ROW.. are the hold-out in file order (a pool "
         "made from labels/heldout-text-r7.jsonl passed last to export.sweep with save_logits); repeatable",
+    )
+    ap.add_argument(
+        "--model",
+        action="append",
+        type=Path,
+        default=[],
+        help="also score this exported model folder (its int8 graph, as the product runs it); repeatable",
     )
     args = ap.parse_args()
     with HELDOUT.open(encoding="utf-8") as f:
@@ -83,9 +90,10 @@ def main() -> None:
             if z["wsd"][block].shape[0] != len(r7):
                 raise SystemExit(f"--scored {spec!r}: {file} has no {len(r7)} rows from row {first}")
             report(name, softmax(z["wsd"][block]), softmax(z["regard"][block]))
-    shipped = JointModel()
-    wsd_p, reg_p = (softmax(x) for x in shipped.predict_logits([p.mention for p in pairs])[:2])
-    report(f"shipped {shipped.name} (int8)", wsd_p, reg_p)
+    for model_dir in [None, *args.model]:
+        model = JointModel(model_dir)
+        wsd_p, reg_p = (softmax(x) for x in model.predict_logits([p.mention for p in pairs])[:2])
+        report(f"{'shipped ' if model_dir is None else ''}{model.name} (int8)", wsd_p, reg_p)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
 

@@ -1,0 +1,43 @@
+"""Shipped models are selectable by name; a folder path always wins; a wrong name says what exists."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from fairstream.errors import ModelError
+from fairstream.models.runtime import (
+    DEFAULT_MODEL,
+    JointModel,
+    default_model_dir,
+    resolve_model_dir,
+    shipped_model_names,
+)
+
+
+def test_every_shipped_name_resolves_to_its_package_folder():
+    names = shipped_model_names()
+    assert DEFAULT_MODEL in names
+    for name in names:
+        assert resolve_model_dir(name) == default_model_dir(name)
+        assert JointModel(name).model_dir == default_model_dir(name)
+    assert resolve_model_dir(None) == default_model_dir()
+
+
+def test_an_existing_folder_of_the_same_name_wins(tmp_path, monkeypatch):
+    local = tmp_path / DEFAULT_MODEL
+    shutil.copytree(default_model_dir(), local)
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model_dir(DEFAULT_MODEL) == local.relative_to(tmp_path)
+    assert JointModel(DEFAULT_MODEL).model_dir.resolve() == local
+
+
+def test_an_unknown_name_lists_the_shipped_models(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelError) as err:
+        JointModel("no-such-model")
+    message = str(err.value)
+    assert "no-such-model" in message
+    for name in shipped_model_names():
+        assert name in message
