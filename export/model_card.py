@@ -106,6 +106,26 @@ def unseen_section(scores: dict[str, dict], note: str) -> list[str]:
     return lines
 
 
+def parity_unseen_section(report: dict) -> list[str]:
+    """Table of ``export.parity``'s report: int8 vs fp32 decisions on text the model never trained on."""
+    lines = [
+        "",
+        "On text no model trained on (`python -m export.parity`, parity-unseen.json; flips within 0.05 of the "
+        "threshold are near-ties):",
+        "",
+        "| text | mentions | person decisions equal | flips (near-tie) | regard decisions equal | max abs dP(yes) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in report["unseen"]:
+        regard = r["regard_decision_agreement"]
+        lines.append(
+            f"| {Path(r['text']).name} | {r['n']} | {r['wsd_decision_agreement']:.2%} | {r['wsd_flips']} "
+            f"({r['wsd_flips_near_tie']}) | {'n/a' if regard is None else f'{regard:.2%}'} "
+            f"({r['regard_compared']}) | {_num(r['max_abs_delta_p_yes'])} |"
+        )
+    return lines
+
+
 def sweep_rows(files: list[Path], names: list[str], label: str = "mean") -> list[str]:
     """Table rows (one per named sweep run, then the mean) from ``export.sweep`` results files."""
     results = _sweep_results(files, names)
@@ -362,6 +382,9 @@ def main() -> None:
         ]
         for k, d in parity["delta_int8_minus_fp32"].items():
             lines.append(f"| {k} | {parity['fp32'][k]:.3f} | {parity['int8'][k]:.3f} | {d:+.3f} |")
+    unseen_parity = args.model / "parity-unseen.json"
+    if unseen_parity.is_file():
+        lines += parity_unseen_section(json.loads(unseen_parity.read_text()))
     lines += [
         "",
         "## Limits",
