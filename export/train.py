@@ -526,7 +526,7 @@ def main() -> None:
     torch.save(model.state_dict(), args.out / "model.pt")
     hf_tok.save_pretrained(args.out / "tokenizer")
     model.cpu()
-    model.encoder.config.save_pretrained(args.out / "encoder_config")
+    model.encoder.config.save_pretrained(args.out / "encoder_config")  # type: ignore[union-attr,operator]
     meta = {
         "encoder": str(args.encoder),
         "max_length": args.max_length,
