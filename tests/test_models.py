@@ -321,9 +321,17 @@ def test_other_encoder_architectures_export_and_run_batch_invariant(arch: str, t
         model.regard_head.weight.mul_(40.0)
         model.wsd_head.weight.mul_(20.0)
     torch.save(model.state_dict(), run / "model.pt")
-    (run / "train_meta.json").write_text(json.dumps({"encoder": f"tiny-random-{arch}", "max_length": 128}))
+    meta = {"encoder": f"runs/enc/tiny-random-{arch}", "max_length": 128, "seed": 0, "include_dev": False,
+            "soft_labels": "soft.jsonl.gz", "soft_labelled_pairs": 5, "distill_weight": 0.5, "temperature": None,
+            "distill_pool": []}  # fmt: skip
+    (run / "train_meta.json").write_text(json.dumps(meta))
     out = tmp_path / "model"
     export_model(run, out, name=f"tiny-{arch}", threshold=0.5, keep_fp32=True)
+    exported = json.loads((out / "config.json").read_text())
+    assert exported["encoder"] == f"tiny-random-{arch}"
+    # how it was trained travels with the model; settings a run did not use are left out
+    assert exported["training"] == {"seed": 0, "include_dev": False, "soft_labels": "soft.jsonl.gz",
+                                    "soft_labelled_pairs": 5, "distill_weight": 0.5}  # fmt: skip
     model.eval()
     feeds = encode_batch(Tokenizer.from_file(str(out / "tokenizer.json")), items(), max_length=128)
     with torch.no_grad():
