@@ -111,7 +111,7 @@ def main() -> None:
     ap.add_argument("--real-n", type=int, default=3000, help="mentions drawn (seeded) from --real-pool")
     args = ap.parse_args()
     tax = Taxonomy.default()
-    tok = Tokenizer.from_file(str(default_model_dir() / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(default_model_dir("joint-v2") / "tokenizer.json"))
     tok.no_padding()
     tok.no_truncation()
     sets = {

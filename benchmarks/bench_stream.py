@@ -86,7 +86,9 @@ def main() -> None:
         default=None,
         help="ONNX Runtime intra-op threads (default: fairstream's choice; 0: ORT's)",
     )
-    ap.add_argument("--model", default=None, help="model folder (default: shipped joint-v2)")
+    ap.add_argument(
+        "--model", default=None, help="model folder or shipped model name: joint-v3 (default), joint-v2"
+    )
     ap.add_argument("--quick", action="store_true", help="first 600 documents")
     ap.add_argument(
         "--ab", nargs=2, type=Path, metavar=("BASE", "NEW"), help="compare two checkouts end to end"

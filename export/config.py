@@ -2,7 +2,7 @@
 
 Before this, ``export.sweep`` defaulted ``regard_weight`` to 2.0 (the shipped recipe) while
 ``export.train`` defaulted it to 1.0, so the same "defaults" trained different models. The defaults
-here are the shipped joint-v2 recipe (export/EXPERIMENTS.md).
+here are the shipped joint-v2 recipe (export/EXPERIMENTS.md); joint-v3 adds distillation flags on top (export.train --soft-labels).
 """
 
 from __future__ import annotations

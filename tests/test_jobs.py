@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,24 +32,46 @@ CAP = 0.01
 REPO = Path(__file__).resolve().parents[1]
 
 
-def corpus_docs(n: int, *, chars: int = 1500) -> list[dict[str, Any]]:
-    """``n`` short corpus documents with at least one candidate sentence (keywords only, no model)."""
+# words around which web text is more often negative toward people; picking some documents by them
+# (no model involved) gives the cap negative sentences to work on with any model: a more precise
+# regard head calls fewer sentences of plain educational web text negative
+NEGATIVE_CUES = re.compile(
+    r"\b(terror\w*|crim\w*|kill\w*|racis\w*|hat(?:e|red)|attack\w*|violen\w*|slave\w*|murder\w*|lazy|"
+    r"stupid|dangerous|extremis\w*|riot\w*|abus\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def corpus_docs(n: int, *, chars: int = 1500, cue_share: float = 0.0) -> list[dict[str, Any]]:
+    """``n`` short corpus documents with at least one candidate sentence (keywords only, no model).
+
+    ``cue_share`` of them (rounded down) are the first documents with a candidate sentence holding a
+    ``NEGATIVE_CUES`` word, the rest the first other documents, in corpus order.
+    """
     from fairstream.candidates import CandidateExtractor
 
     if not CORPUS.is_dir():
         pytest.fail(f"{CORPUS} is missing: the tests read the shared corpus from ../shared")
     extractor = CandidateExtractor()
-    out = []
+    want_cued = int(n * cue_share)
+    cued: list[dict[str, Any]] = []
+    plain: list[dict[str, Any]] = []
     for name in ("fineweb-edu-sample.jsonl.gz", "dclm-sample.jsonl.gz"):
         with gzip.open(CORPUS / name, "rt", encoding="utf-8") as f:
             for line in f:
                 doc = json.loads(line)
                 text = doc["text"][:chars]
-                if extractor.scan(text).candidates:
-                    out.append({"id": doc["id"], "text": text, "source": name})
-                    if len(out) == n:
-                        return out
-    return out
+                candidates = extractor.scan(text).candidates
+                if not candidates:
+                    continue
+                has_cue = any(NEGATIVE_CUES.search(text[c.start : c.end]) for c in candidates)
+                group = cued if has_cue and len(cued) < want_cued else plain
+                if group is plain and len(plain) == n - want_cued:
+                    continue
+                group.append({"id": doc["id"], "text": text, "source": name})
+                if len(cued) == want_cued and len(plain) == n - want_cued:
+                    return cued + plain
+    return cued + plain
 
 
 def write_shards(root: Path, docs: list[dict[str, Any]]) -> Path:
@@ -97,7 +120,7 @@ def attribute_rows(folder: Path) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_shards(tmp_path_factory.mktemp("jobs"), corpus_docs(160))
+    return write_shards(tmp_path_factory.mktemp("jobs"), corpus_docs(160, cue_share=0.25))
 
 
 @pytest.fixture(scope="module")

@@ -112,7 +112,7 @@ def test_global_scope_report_and_counts_equal_stats_json_and_the_plan(tmp_path: 
     from fairstream.summary import GLOBAL_GUARANTEE
     from tests.test_jobs import corpus_docs, write_shards
 
-    shards = write_shards(tmp_path, corpus_docs(48))
+    shards = write_shards(tmp_path, corpus_docs(48, cue_share=0.5))
     out = tmp_path / "global"
     settings = {"min_attribute_share": 0.1}
     job = GlobalCapJob(

@@ -225,7 +225,9 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--biasers", default=None, help="a biasers file: lines 'singular[, plural]' or JSON {name, biasers}"
     )
-    p.add_argument("--model", default=None, help="WSD model folder (default: shipped joint-v2)")
+    p.add_argument(
+        "--model", default=None, help="WSD model folder or shipped model name: joint-v3 (default), joint-v2"
+    )
     p.add_argument("--no-wsd", action="store_true", help="swap every keyword match (no person-sense check)")
     p.add_argument("--batch-size", type=int, default=32, help="records per WSD batch (default: %(default)s)")
     p.add_argument(

@@ -319,7 +319,7 @@ class BiaserSubstitution:
 
     @property
     def model(self) -> Any:
-        """The WSD model (the shipped ``joint-v2`` unless one was given), loaded on first use."""
+        """The WSD model (the shipped default unless one was given), loaded on first use."""
         if self._model is None:
             from fairstream.models.runtime import JointModel
 

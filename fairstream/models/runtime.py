@@ -29,7 +29,7 @@ from fairstream.models.encoding import MentionInput, encode_rows, pad_id_of, pad
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "joint-v2"
+DEFAULT_MODEL = "joint-v3"
 _PROVIDER_PREFERENCE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 # Graph fusions left out on the CPU provider because the fused kernel is slower than the ops it
 # replaces: onnxruntime 1.32's fp32 SkipLayerNormalization ran at 4.2 ns per element against 0.55 for
@@ -180,7 +180,7 @@ class JointModel:
     """Joint WSD + regard classifier over ONNX Runtime.
 
     Args:
-        model_dir: model folder; ``None`` means the shipped default ``joint-v2``.
+        model_dir: model folder or shipped model name; ``None`` means the shipped default (``DEFAULT_MODEL``).
         providers: ONNX Runtime execution providers in order of preference; ``None`` picks from
             what is installed (TensorRT, CUDA, then CPU).
         batch_size: mentions per forward pass (inputs are length-sorted to cut padding). Speed

@@ -1,0 +1,58 @@
+"""Two exported models (int8, as the product runs them) on the round-7 hold-out, with paired bootstrap CIs.
+
+    NLTK_DATA=../shared/data/nltk_data python scripts/gpu/compare_models_heldout.py \
+        --a joint-v2 --b runs/full-s8/joint-v3 [--json OUT.json]
+
+``--a`` / ``--b`` take a model folder or a shipped model's name. Scores all 1,383 hold-out items and the
+92 chosen at random (the others were chosen where earlier models disagreed, which favours models that
+agree with the teacher), as ``compare_students.py`` scores folds: B - A with a 95% interval over
+resampled items (2,000 draws).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from fairstream.models.runtime import JointModel, softmax  # noqa: E402
+from scripts.gpu.compare_students import paired  # noqa: E402
+from scripts.gpu.heldout_pool import HELDOUT, load_heldout  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--a", required=True, help="baseline model (folder or shipped name)")
+    ap.add_argument("--b", required=True, help="candidate model (folder or shipped name)")
+    ap.add_argument("--bootstrap", type=int, default=2000)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    pairs = load_heldout()
+    with HELDOUT.open(encoding="utf-8") as f:
+        chosen = [json.loads(line).get("selected_as") for line in f if line.strip()]
+    probs = {}
+    for side in ("a", "b"):
+        model = JointModel(getattr(args, side))
+        w, r = model.predict_logits([p.mention for p in pairs])[:2]
+        probs[side] = (softmax(w), softmax(r))
+        print(f"{side}: {model.name} ({model.model_dir})")
+    out = {"a": str(args.a), "b": str(args.b)}
+    for subset, items in (
+        ("all", list(range(len(pairs)))),
+        ("random", [i for i, s in enumerate(chosen) if s == "random"]),
+    ):
+        sub = [pairs[i] for i in items]
+        a = (probs["a"][0][items], probs["a"][1][items])
+        b = (probs["b"][0][items], probs["b"][1][items])
+        out[subset] = {"n": len(items), **paired(sub, a, b, args.bootstrap)}
+        print(subset, json.dumps(out[subset]))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

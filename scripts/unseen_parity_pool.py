@@ -1,0 +1,51 @@
+"""Pick unlabelled real mentions for int8-vs-fp32 parity: text no label file holds and no model trained on.
+
+    python scripts/unseen_parity_pool.py [--n 3000] [--seed 8] [--out runs/parity/unseen-3000.jsonl]
+
+Draws ``--n`` mentions at random from round 6's unseen pool (``runs/round6/unseen.jsonl``, written by
+``scripts/annotation/12_extract_round6_candidates.py``), leaving out every mention that a
+``labels/text-*.jsonl`` or ``labels/heldout-text-r7.jsonl`` record points at (same source, document and
+offset): those were labelled, and the text-label rounds were trained on. The distillation pool is a
+separate split of the candidates, so the teacher's soft labels never touched these either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def key(rec: dict) -> tuple[str, str, int]:
+    return rec["source"], str(rec["doc_id"]), int(rec["kw_start"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--unseen", type=Path, default=ROOT / "runs/round6/unseen.jsonl")
+    ap.add_argument("--n", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=8)
+    ap.add_argument("--out", type=Path, default=ROOT / "runs/parity/unseen-3000.jsonl")
+    args = ap.parse_args()
+    labelled = set()
+    for path in [*sorted((ROOT / "labels").glob("text-*.jsonl")), ROOT / "labels/heldout-text-r7.jsonl"]:
+        with path.open(encoding="utf-8") as f:
+            labelled |= {key(json.loads(line)) for line in f if line.strip()}
+    with args.unseen.open(encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    free = [r for r in rows if key(r) not in labelled]
+    if len(free) < args.n:
+        raise SystemExit(f"--n {args.n}: only {len(free)} unlabelled mentions in {args.unseen}")
+    random.Random(args.seed).shuffle(free)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in free[: args.n]), encoding="utf-8")
+    tmp.replace(args.out)
+    print(f"{args.n} of {len(free)} unlabelled mentions ({len(rows) - len(free)} labelled left out) -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
