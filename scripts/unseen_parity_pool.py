@@ -44,7 +44,9 @@ def main() -> None:
     tmp = args.out.with_name(args.out.name + ".tmp")
     tmp.write_text("".join(json.dumps(r) + "\n" for r in free[: args.n]), encoding="utf-8")
     tmp.replace(args.out)
-    print(f"{args.n} of {len(free)} unlabelled mentions ({len(rows) - len(free)} labelled left out) -> {args.out}")
+    print(
+        f"{args.n} of {len(free)} unlabelled mentions ({len(rows) - len(free)} labelled left out) -> {args.out}"
+    )
 
 
 if __name__ == "__main__":
