@@ -1,0 +1,76 @@
+"""The shipped models side by side: same architecture, so the same speed? (issue 16: "at the same speed")
+
+    python benchmarks/bench_shipped_models.py [--limit 1500] [--rounds 5]
+
+The unique (sentence, keyword) pairs of the first ``--limit`` corpus documents go through every model
+in ``fairstream/data/models`` (``JointModel(name)``, one intra-op thread, one pass at a time, batch 8),
+rounds interleaved so drift hits every model alike; pairs per CPU second, median of the rounds, and
+the ratio to the default. Writes ``benchmarks/results/shipped-models.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import DEFAULT_CORPUS, load_corpus, machine, machine_line, write_results
+
+from fairstream.bench import keyword_stage
+from fairstream.models.runtime import DEFAULT_MODEL, JointModel, shipped_model_names
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--limit", type=int, default=1500, help="first N documents (0: all)")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    docs = load_corpus(args.corpus, args.limit or None)
+    _, pairs = keyword_stage([d["text"] for d in docs])
+    names = shipped_model_names()
+    models = {n: JointModel(n, intra_op_threads=1, batch_threads=1) for n in names}
+    for m in models.values():
+        m.predict_logits(pairs[:16])  # load the session outside the timing
+    rates: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(args.rounds):
+        for n in names if r % 2 == 0 else reversed(names):
+            c0 = time.process_time()
+            models[n].predict_logits(pairs)
+            rates[n].append(len(pairs) / (time.process_time() - c0))
+    median = {n: statistics.median(v) for n, v in rates.items()}
+    m = machine()
+    result = {
+        "machine": m,
+        "documents": len(docs),
+        "pairs": len(pairs),
+        "rounds": args.rounds,
+        "default": DEFAULT_MODEL,
+        "pairs_per_cpu_second": {
+            n: {"median": round(median[n], 1), "rounds": [round(x, 1) for x in rates[n]]} for n in names
+        },
+        "ratio_to_default": {n: round(median[n] / median[DEFAULT_MODEL], 3) for n in names},
+    }
+    lines = [
+        "# Shipped models side by side",
+        "",
+        f"{machine_line(m)}; {len(pairs)} unique pairs of the first {len(docs)} corpus documents, one intra-op "
+        f"thread, batch 8, {args.rounds} interleaved rounds, median.",
+        "",
+        "| model | pairs per CPU s (median) | min - max | ratio to the default |",
+        "|---|---:|---:|---:|",
+    ]
+    for n in names:
+        lines.append(
+            f"| {models[n].name}{' (default)' if n == DEFAULT_MODEL else ''} | {median[n]:.1f} | "
+            f"{min(rates[n]):.1f} - {max(rates[n]):.1f} | {result['ratio_to_default'][n]:.3f}x |"
+        )
+    print(write_results("shipped-models", result, "\n".join(lines)).read_text())
+
+
+if __name__ == "__main__":
+    main()
