@@ -41,3 +41,22 @@ def test_an_unknown_name_lists_the_shipped_models(tmp_path, monkeypatch):
     assert "no-such-model" in message
     for name in shipped_model_names():
         assert name in message
+
+
+def test_cli_filter_takes_a_shipped_name_and_says_which_model_ran(tmp_path, capsys):
+    import json
+
+    from fairstream.cli import main, sample_corpus_path
+
+    docs = [json.loads(line) for line in sample_corpus_path().open(encoding="utf-8")][:20]
+    shard = tmp_path / "in.jsonl"
+    shard.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    for name in shipped_model_names():
+        out = tmp_path / name
+        assert main(["filter", str(shard), "-o", str(out), "--model", name, "--no-progress"]) == 0
+        expected = JointModel(name).name
+        assert f"model: {expected}" in capsys.readouterr().out
+        stats = json.loads((out / "stats.json").read_text())
+        c = stats["counters"]
+        assert c["docs_in"] == 20 and c["docs_out"] + c.get("docs_dropped", 0) == 20
+        assert stats["run"]["model"] == expected
