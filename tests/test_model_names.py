@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ def test_every_shipped_name_resolves_to_its_package_folder():
     assert DEFAULT_MODEL in names
     for name in names:
         assert resolve_model_dir(name) == default_model_dir(name)
+        assert resolve_model_dir(Path(name)) == default_model_dir(name)  # argparse type=Path gives this
         assert JointModel(name).model_dir == default_model_dir(name)
     assert resolve_model_dir(None) == default_model_dir()
 

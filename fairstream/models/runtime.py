@@ -115,8 +115,9 @@ def resolve_model_dir(model: str | Path | None) -> Path:
     if model is None:
         return default_model_dir()
     path = Path(model)
-    if not path.exists() and isinstance(model, str) and "/" not in model and "\\" not in model:
-        shipped = default_model_dir(model)
+    # a bare name (a str or a Path of one part, as argparse's type=Path gives) may name a shipped model
+    if not path.exists() and len(path.parts) == 1 and not path.is_absolute():
+        shipped = default_model_dir(path.name)
         if (shipped / "config.json").is_file():
             return shipped
     return path
