@@ -8,8 +8,6 @@ import sys
 
 import pytest
 
-from fairstream.candidates import CandidateExtractor
-from fairstream.cli import sample_corpus_path
 from fairstream.core.schema import REGARD_LABELS
 from fairstream.models.encoding import MentionInput
 from fairstream.models.metrics import cohen_kappa, f1_scores
@@ -48,23 +46,12 @@ def test_inference_path_imports_no_torch_or_transformers():
 
 @pytest.fixture(scope="module")
 def sample_predictions():
-    docs = {json.loads(line)["id"]: json.loads(line)["text"] for line in sample_corpus_path().open()}
-    labels_path = sample_corpus_path().with_name("sample_corpus_labels.jsonl")
-    gold = {(r["doc_id"], r["start"]): r for r in map(json.loads, labels_path.open())}
-    ext = CandidateExtractor()
-    items, keys = [], []
-    for doc_id, text in docs.items():
-        for cand in ext.scan(text).candidates:
-            sent = text[cand.start : cand.end]
-            for m in cand.mentions:
-                if (doc_id, m.start) in gold:
-                    attr = ext.taxonomy[m.keyword]
-                    items.append(
-                        MentionInput(sent, m.start - cand.start, m.end - cand.start, m.keyword, attr.gloss)
-                    )
-                    keys.append((doc_id, m.start))
-    preds = JointModel().predict(items)
-    return [gold[k] for k in keys], preds
+    # the same pairs the model card's sample-corpus table is scored on
+    from scripts.sample_labels_as_pairs import sample_pairs
+
+    gold = sample_pairs()
+    items = [MentionInput(r["text"], r["kw_start"], r["kw_end"], r["keyword"], r["gloss"]) for r in gold]
+    return gold, JointModel().predict(items)
 
 
 def test_shipped_model_agrees_with_sample_labels(sample_predictions):
