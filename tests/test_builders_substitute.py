@@ -75,7 +75,7 @@ def test_person_sense_swapped_object_sense_left_alone(model, crows):
     # joint-v2.1, 0.55 for joint-v3): the builder must follow the model's decision either way
     start = attire.index("Muslim")
     (attire_pred,) = model.predict(
-        [MentionInput(attire, start, start + 6, "muslim", "who believes in Islam")]
+        [MentionInput(attire, start, start + 6, "muslim", Taxonomy.default()["muslim"].gloss)]
     )
     attire_copied = attire_pred.person
     assert {r["provenance"]["source_id"] for r in copies} == ({"p", "a"} if attire_copied else {"p"})
