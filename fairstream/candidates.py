@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from fairstream.detect import KeywordDetector, Mention
 from fairstream.taxonomy import Taxonomy
-from fairstream.text import LengthFilter, SentenceSplitter, SplitterName, WordTokenizer, block_spans
+from fairstream.text import LengthFilter, SentenceSplitter, SplitterName, WordTokenizer
 
 
 @dataclass
@@ -61,7 +61,7 @@ class CandidateExtractor:
         if not mentions:
             return DocumentScan(has_keyword=False)
         # locate only the sentences that hold mentions, within their blocks (paragraphs)
-        blocks = block_spans(text)
+        blocks = self.splitter.block_spans(text)
         block_starts = [b[0] for b in blocks]
         by_block: dict[int, list[int]] = {}
         for m in mentions:

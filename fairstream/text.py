@@ -11,7 +11,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_MIN_TOKENS = 16  # sentences need MORE than this many NLTK tokens (paper: > 16)
 DEFAULT_MAX_TOKENS = 128  # ... and AT MOST this many (paper: <= 128)
 DEFAULT_MAX_DOC_CHARS = 1_000_000
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
+MAX_BLOCK_CHARS = 20_000
 
 NLTK_FIX = (
     "set NLTK_DATA to a folder that holds tokenizers/punkt_tab (e.g. ../shared/data/nltk_data), "
@@ -159,6 +161,18 @@ class SentenceSplitter:
             ) from None
         return [(s + offset, e + offset) for s, e in sorted(found)]
 
+    def block_spans(self, text: str, max_chars: int = MAX_BLOCK_CHARS) -> list[tuple[int, int]]:
+        """:func:`block_spans` with long paragraphs cut only where this splitter ends a sentence.
+
+        So the blocks split exactly as their whole paragraphs would (Punkt decides each end from
+        local context), and a sentence's span does not depend on where its paragraph starts. Where
+        no such end lies in the second half before the limit, the position-based cut is the fallback.
+        """
+        tokenizer = self._tokenizer or self._load()
+        if not _PunktBreaks.supported(tokenizer):
+            return block_spans(text, max_chars)
+        return block_spans(text, max_chars, lambda t, lo, hi: _sentence_start_before(tokenizer, t, lo, hi))
+
     def split(self, text: str) -> list[str]:
         """The sentences of ``text`` as strings."""
         return [text[s:e] for s, e in self.spans(text)]
@@ -271,39 +285,89 @@ def _fallback_punkt() -> Any:
     return PunktSentenceTokenizer(params)
 
 
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
-MAX_BLOCK_CHARS = 20_000
-
-
-def block_spans(text: str, max_chars: int = MAX_BLOCK_CHARS) -> list[tuple[int, int]]:
+def block_spans(
+    text: str, max_chars: int = MAX_BLOCK_CHARS, find_cut: CutFinder | None = None
+) -> list[tuple[int, int]]:
     """Cut text into blocks that no sentence crosses.
 
-    Blocks are paragraphs (blank-line separated); a paragraph longer than ``max_chars`` is cut at
-    its last line break (else last whitespace) before the limit. Splitting blocks separately
-    bounds NLTK's work per call and lets callers split only the blocks that contain keywords.
+    Blocks are paragraphs (blank-line separated). A paragraph longer than ``max_chars`` is cut
+    before the limit where ``find_cut(text, lo, hi)`` finds a sentence start in ``text[lo:hi]``
+    (:meth:`SentenceSplitter.block_spans` passes one that only returns starts Punkt decides from
+    local context, so the cut changes no sentence), else at its last line break (else last
+    whitespace) before the limit. Splitting blocks separately bounds NLTK's work per call and lets
+    callers split only the blocks that contain keywords.
     """
     blocks: list[tuple[int, int]] = []
     start = 0
     for m in _PARAGRAPH_BREAK.finditer(text):
-        blocks.extend(_cut_long(text, start, m.start(), max_chars))
+        blocks.extend(_cut_long(text, start, m.start(), max_chars, find_cut))
         start = m.end()
-    blocks.extend(_cut_long(text, start, len(text), max_chars))
+    blocks.extend(_cut_long(text, start, len(text), max_chars, find_cut))
     return [(s, e) for s, e in blocks if e > s]
 
 
-def _cut_long(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
+CutFinder = Callable[[str, int, int], "int | None"]
+
+
+def _cut_long(
+    text: str, start: int, end: int, max_chars: int, find_cut: CutFinder | None = None
+) -> list[tuple[int, int]]:
     out = []
     while end - start > max_chars:
         limit = start + max_chars
-        cut = text.rfind("\n", start + max_chars // 2, limit)
-        if cut < 0:
-            cut = max(text.rfind(" ", start + max_chars // 2, limit), text.rfind(". ", start, limit) + 1)
-        if cut <= start:
-            cut = limit
+        cut = find_cut(text, start + max_chars // 2, limit) if find_cut else None
+        if cut is None:
+            # no sentence start Punkt vouches for: a cut that depends on where the paragraph starts
+            cut = text.rfind("\n", start + max_chars // 2, limit)
+            if cut < 0:
+                cut = max(text.rfind(" ", start + max_chars // 2, limit), text.rfind(". ", start, limit) + 1)
+            if cut <= start:
+                cut = limit
         out.append((start, cut))
         start = cut
     out.append((start, end))
     return out
+
+
+def _sentence_start_before(tokenizer: Any, text: str, lo: int, hi: int) -> int | None:
+    """The last sentence start in ``text[lo:hi]`` at which cutting the text changes no sentence.
+
+    A long paragraph used to be cut at its last line break before a length limit, which depends on
+    where the paragraph starts: a filter that removed earlier sentences moved the cut, and a
+    heading joined to the sentence after it was split off on the second pass (so re-filtering the
+    output found different sentences). Cutting where Punkt itself ends a sentence does not change
+    the split, wherever the limit falls. A candidate end qualifies when Punkt decides it is a break
+    from a context wholly inside the window (which starts at a token), the next sentence starts at
+    a token Punkt's realignment leaves alone (no leading closing quote or bracket), and that token
+    ends inside the window. Returns the next sentence's start, or None.
+    """
+    ws = _WHITESPACE.search(text, lo, hi)
+    if ws is None:
+        return None
+    base = ws.end()  # the window starts at a token, so the first candidate's context is whole
+    window = text[base:hi]
+    lang = tokenizer._lang_vars
+    realign, potential_end = lang.re_boundary_realignment, lang.period_context_re()
+    candidates = [
+        (m, context)
+        for m, context in tokenizer._match_potential_end_contexts(window)
+        if m.group("next_tok") and m.end("next_tok") < len(window)
+    ]
+    for m, context in reversed(candidates):
+        nxt = m.start("next_tok")
+        token_start = max(window.rfind(ws, 0, m.start()) for ws in (" ", "\n", "\t", "\r", "\f", "\v")) + 1
+        if (
+            realign.match(window, nxt) is None
+            # an earlier end in the same token ("tuned!!"): NLTK drops it as overlapping this one,
+            # but without the next token this one is no candidate and the earlier one would split
+            and potential_end.search(window[token_start : m.start() + 1]) is None
+            and tokenizer.text_contains_sentbreak(context)
+        ):
+            return base + nxt
+    return None
+
+
+_WHITESPACE = re.compile(r"\s+")
 
 
 class WordTokenizer:
