@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 16's next device call (one call, no MPNet to carry): per-fold distilled MiniLM students and
-# baselines, each with and without the text labels (rounds 6 and 8), 5-fold dev CV, seeds 0 and 1,
+# baselines, each with and without the text labels (rounds 6, 8 and 9), 5-fold dev CV, seeds 0 and 1,
 # the teachers' per-fold logits read from labels/soft/teacher-mpnet-cv5-s6.npz (session 6).
 #
 # Here first (needs runs/packages: python scripts/fetch_text_sources.py; and round 6's distillation

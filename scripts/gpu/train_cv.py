@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 TEACHER = {"epochs": 2, "max_length": 128, "exclude": ["bias-"], "save_logits": True}
 DISTILL = {"distill_pool": 3500, "distill_weight": 0.5, "temperature": 2.0}
-TEXT_LABELS = ["r6-helper", "r8-helper"]  # annotators of labels/text-*.jsonl (rounds 6 and 8)
+TEXT_LABELS = ["r6-helper", "r8-helper", "r9-helper"]  # annotators of labels/text-*.jsonl (rounds 6, 8, 9)
 KINDS = ["base", "distill", "base-text", "distill-text"]  # plan students
 
 
