@@ -10,6 +10,7 @@ import bisect
 import json
 import logging
 import re
+import string
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -355,7 +356,9 @@ def _sentence_start_before(tokenizer: Any, text: str, lo: int, hi: int) -> int |
     ]
     for m, context in reversed(candidates):
         nxt = m.start("next_tok")
-        token_start = max(window.rfind(ws, 0, m.start()) for ws in (" ", "\n", "\t", "\r", "\f", "\v")) + 1
+        token_start = m.start()  # back to the whitespace before this end's token, as NLTK looks
+        while token_start > 0 and window[token_start - 1] not in string.whitespace:
+            token_start -= 1
         if (
             realign.match(window, nxt) is None
             # an earlier end in the same token ("tuned!!"): NLTK drops it as overlapping this one,

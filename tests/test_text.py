@@ -242,8 +242,9 @@ def test_repeated_end_marks_are_not_a_cut():
 
     tokenizer = SentenceSplitter("punkt")._load()
     text = "We have more kits on the drawing board, so stay tuned!! You have all read about them here."
-    cut = fs_text._sentence_start_before(tokenizer, text, 0, len(text))
-    assert cut is None or text[:cut].rstrip()[-2:] != "!!"
+    assert fs_text._sentence_start_before(tokenizer, text, 0, len(text)) is None
+    plain = text.replace("tuned!!", "tuned.")  # the same end with one mark is a safe cut
+    assert plain[fs_text._sentence_start_before(tokenizer, plain, 0, len(plain)) :].startswith("You have")
 
 
 def test_removing_sentences_does_not_move_the_sentences_after_them(shared_dir):
