@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
@@ -25,6 +26,21 @@ def load_corpus(corpus: Path, limit: int | None = None) -> list[dict[str, Any]]:
                 if limit is not None and len(docs) >= limit:
                     return docs
     return docs
+
+
+def add_pair_arguments(ap: argparse.ArgumentParser, rounds: int) -> None:
+    """``--corpus``, ``--limit`` and ``--rounds`` of the benchmarks that time the model on corpus pairs."""
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--limit", type=int, default=1500, help="first N documents (0: all)")
+    ap.add_argument("--rounds", type=int, default=rounds)
+
+
+def corpus_pairs(corpus: Path, limit: int) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The first ``limit`` documents (0: all) and their unique (sentence, keyword) pairs, as the keyword stage finds them."""
+    from fairstream.bench import keyword_stage
+
+    docs = load_corpus(corpus, limit or None)
+    return docs, keyword_stage([d["text"] for d in docs])[1]
 
 
 def machine() -> dict[str, Any]:

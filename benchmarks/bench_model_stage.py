@@ -30,9 +30,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
-from _common import DEFAULT_CORPUS, load_corpus, machine, machine_line, write_results
+from _common import add_pair_arguments, corpus_pairs, machine, machine_line, write_results
 
-from fairstream.bench import keyword_stage
 from fairstream.models.encoding import MentionInput, encode_batch
 from fairstream.models.runtime import JointModel, default_model_dir, make_session, usable_cores
 
@@ -86,13 +85,10 @@ def decisions(logits: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.nda
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--limit", type=int, default=1500, help="first N documents (0: all)")
-    ap.add_argument("--rounds", type=int, default=3)
+    add_pair_arguments(ap, rounds=3)
     args = ap.parse_args()
 
-    docs = load_corpus(args.corpus, args.limit or None)
-    _, pairs = keyword_stage([d["text"] for d in docs])
+    docs, pairs = corpus_pairs(args.corpus, args.limit)
     cores = usable_cores()
     configs: list[tuple[str, str, Any]] = [
         ("v2.1 (main before): char-sorted batches of 8, default fusions, 1 thread", "cpu", CharSorted(1, False)),

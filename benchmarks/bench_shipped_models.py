@@ -18,24 +18,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import DEFAULT_CORPUS, load_corpus, machine, machine_line, write_results
+from _common import add_pair_arguments, corpus_pairs, machine, machine_line, write_results
 
-from fairstream.bench import keyword_stage
 from fairstream.models.runtime import DEFAULT_MODEL, JointModel, shipped_model_names
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--limit", type=int, default=1500, help="first N documents (0: all)")
-    ap.add_argument("--rounds", type=int, default=5)
+    add_pair_arguments(ap, rounds=5)
     args = ap.parse_args()
-    docs = load_corpus(args.corpus, args.limit or None)
-    _, pairs = keyword_stage([d["text"] for d in docs])
+    docs, pairs = corpus_pairs(args.corpus, args.limit)
     names = shipped_model_names()
     models = {n: JointModel(n, intra_op_threads=1, batch_threads=1) for n in names}
-    for m in models.values():
-        m.predict_logits(pairs[:16])  # load the session outside the timing
+    for model in models.values():
+        model.predict_logits(pairs[:16])  # load the session outside the timing
     rates: dict[str, list[float]] = {n: [] for n in names}
     for r in range(args.rounds):
         for n in names if r % 2 == 0 else reversed(names):
