@@ -3,7 +3,10 @@
     NLTK_DATA=../shared/data/nltk_data python scripts/gpu/compare_models_heldout.py \
         --a joint-v2 --b runs/full-s8/joint-v3 [--json OUT.json]
 
-``--a`` / ``--b`` take a model folder or a shipped model's name. Scores all 1,383 hold-out items and the
+``--a`` / ``--b`` take a model folder, a shipped model's name, or ``soft:FILE``: a teacher's logits from
+``export.distill`` (``--pool`` a file written by ``heldout_pool.py``, or any soft-label file that
+holds the hold-out's sentences), matched by the hash of the text the model reads, so a torch run
+(the MPNet teacher, fp32) is compared without exporting it. Scores all 1,383 hold-out items and the
 92 chosen at random (the others were chosen where earlier models disagreed, which favours models that
 agree with the teacher), as ``compare_students.py`` scores folds: B - A with a 95% interval over
 resampled items (2,000 draws).
@@ -16,12 +19,31 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from fairstream.models.runtime import JointModel, softmax  # noqa: E402
 from scripts.gpu.compare_students import paired  # noqa: E402
 from scripts.gpu.heldout_pool import HELDOUT, load_heldout  # noqa: E402
+
+
+def side_logits(spec: str, pairs: list) -> tuple[np.ndarray, np.ndarray]:
+    """WSD and regard logits of ``pairs`` from a model (folder or name) or ``soft:FILE``."""
+    if not spec.startswith("soft:"):
+        return JointModel(spec).predict_logits([p.mention for p in pairs])[:2]
+    from export.distill import load_soft_labels, pair_key
+
+    by_text = {text_sha1: logits for (_, text_sha1), logits in load_soft_labels(spec[5:]).items()}
+    missing = [p.uid for p in pairs if pair_key(p) not in by_text]
+    if missing:
+        raise SystemExit(
+            f"{spec[5:]}: no logits for {len(missing)} of {len(pairs)} hold-out items (first: {missing[0]}); "
+            "run export.distill --no-training-set --pool on heldout_pool.py's file"
+        )
+    rows = [by_text[pair_key(p)] for p in pairs]
+    return np.stack([w for w, _ in rows]), np.stack([r for _, r in rows])
 
 
 def main() -> None:
@@ -36,10 +58,9 @@ def main() -> None:
         chosen = [json.loads(line).get("selected_as") for line in f if line.strip()]
     probs = {}
     for side in ("a", "b"):
-        model = JointModel(getattr(args, side))
-        w, r = model.predict_logits([p.mention for p in pairs])[:2]
+        w, r = side_logits(getattr(args, side), pairs)
         probs[side] = (softmax(w), softmax(r))
-        print(f"{side}: {model.name} ({model.model_dir})")
+        print(f"{side}: {getattr(args, side)}")
     out = {"a": str(args.a), "b": str(args.b)}
     for subset, items in (
         ("all", list(range(len(pairs)))),
