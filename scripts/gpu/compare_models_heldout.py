@@ -24,6 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from fairstream.models.labels import load_labelled_pairs  # noqa: E402
 from fairstream.models.runtime import JointModel, softmax  # noqa: E402
 from scripts.gpu.compare_students import paired  # noqa: E402
 from scripts.gpu.heldout_pool import HELDOUT, load_heldout  # noqa: E402
@@ -40,7 +41,7 @@ def side_logits(spec: str, pairs: list) -> tuple[np.ndarray, np.ndarray]:
     if missing:
         raise SystemExit(
             f"{spec[5:]}: no logits for {len(missing)} of {len(pairs)} hold-out items (first: {missing[0]}); "
-            "run export.distill --no-training-set --pool on heldout_pool.py's file"
+            "run export.distill --no-training-set --pool on heldout_pool.py's file (or the --labels file)"
         )
     rows = [by_text[pair_key(p)] for p in pairs]
     return np.stack([w for w, _ in rows]), np.stack([r for _, r in rows])
@@ -50,12 +51,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--a", required=True, help="baseline model (folder or shipped name)")
     ap.add_argument("--b", required=True, help="candidate model (folder or shipped name)")
+    ap.add_argument(
+        "--labels",
+        type=Path,
+        help="score this labels file (dev-set schema, e.g. scripts/sample_labels_as_pairs.py's output) "
+        "instead of the round-7 hold-out",
+    )
     ap.add_argument("--bootstrap", type=int, default=2000)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    pairs = load_heldout()
-    with HELDOUT.open(encoding="utf-8") as f:
-        chosen = [json.loads(line).get("selected_as") for line in f if line.strip()]
+    if args.labels:
+        pairs, chosen = load_labelled_pairs(args.labels), []
+    else:
+        pairs = load_heldout()
+        with HELDOUT.open(encoding="utf-8") as f:
+            chosen = [json.loads(line).get("selected_as") for line in f if line.strip()]
     probs = {}
     for side in ("a", "b"):
         w, r = side_logits(getattr(args, side), pairs)
@@ -66,6 +76,8 @@ def main() -> None:
         ("all", list(range(len(pairs)))),
         ("random", [i for i, s in enumerate(chosen) if s == "random"]),
     ):
+        if not items:
+            continue
         sub = [pairs[i] for i in items]
         a = (probs["a"][0][items], probs["a"][1][items])
         b = (probs["b"][0][items], probs["b"][1][items])
