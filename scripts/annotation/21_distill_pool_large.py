@@ -12,15 +12,20 @@ labels on them never reads a hold-out or parity document. Same pool schema as ``
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _docs(path: Path) -> set[tuple[str, str]]:
+def _records(path: Path) -> list[dict]:
     with path.open(encoding="utf-8") as f:
-        return {(r["source"], str(r["doc_id"])) for r in map(json.loads, f) if r}
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _doc(rec: dict) -> tuple[str, str]:
+    return rec["source"], str(rec["doc_id"])
 
 
 def main() -> None:
@@ -40,20 +45,15 @@ def main() -> None:
         ROOT / "labels/text-r9.jsonl",
         *sorted((ROOT / "runs/parity").glob("unseen-*.jsonl")),
     ]
-    banned: set[tuple[str, str]] = set()
-    for path in exclude:
-        banned |= _docs(path)
-    with args.unseen.open(encoding="utf-8") as f:
-        unseen = [json.loads(line) for line in f if line.strip()]
-    kept = [r for r in unseen if (r["source"], str(r["doc_id"])) not in banned]
+    banned = {_doc(r) for path in exclude for r in _records(path)}
+    unseen = _records(args.unseen)
+    kept = [r for r in unseen if _doc(r) not in banned]
     tmp = args.out.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         for r in kept:
             f.write(json.dumps(r) + "\n")
     tmp.replace(args.out)
-    pools: dict[str, int] = {}
-    for r in kept:
-        pools[r["pool"]] = pools.get(r["pool"], 0) + 1
+    pools = dict(collections.Counter(r["pool"] for r in kept))
     print(
         f"{args.out}: {len(kept)} of {len(unseen)} unseen mentions ({pools}); {len(banned)} documents left out"
     )

@@ -37,20 +37,21 @@ def side_logits(spec: str, pairs: list) -> tuple[np.ndarray, np.ndarray]:
     from export.distill import load_soft_labels, pair_key
 
     by_text = {text_sha1: logits for (_, text_sha1), logits in load_soft_labels(spec[5:]).items()}
-    missing = [p.uid for p in pairs if pair_key(p) not in by_text]
+    keys = [pair_key(p) for p in pairs]
+    missing = [p.uid for p, key in zip(pairs, keys, strict=True) if key not in by_text]
     if missing:
         raise SystemExit(
-            f"{spec[5:]}: no logits for {len(missing)} of {len(pairs)} hold-out items (first: {missing[0]}); "
+            f"{spec[5:]}: no logits for {len(missing)} of {len(pairs)} items (first: {missing[0]}); "
             "run export.distill --no-training-set --pool on heldout_pool.py's file (or the --labels file)"
         )
-    rows = [by_text[pair_key(p)] for p in pairs]
+    rows = [by_text[key] for key in keys]
     return np.stack([w for w, _ in rows]), np.stack([r for _, r in rows])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--a", required=True, help="baseline model (folder or shipped name)")
-    ap.add_argument("--b", required=True, help="candidate model (folder or shipped name)")
+    ap.add_argument("--a", required=True, help="baseline: model folder, shipped name or soft:FILE")
+    ap.add_argument("--b", required=True, help="candidate: model folder, shipped name or soft:FILE")
     ap.add_argument(
         "--labels",
         type=Path,
