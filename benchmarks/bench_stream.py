@@ -87,7 +87,9 @@ def main() -> None:
         help="ONNX Runtime intra-op threads (default: fairstream's choice; 0: ORT's)",
     )
     ap.add_argument(
-        "--model", default=None, help="model folder or shipped model name: joint-v3 (default), joint-v2"
+        "--model",
+        default=None,
+        help="model folder or shipped model name: joint-v4 (default), joint-v3, joint-v2",
     )
     ap.add_argument("--quick", action="store_true", help="first 600 documents")
     ap.add_argument(

@@ -150,6 +150,7 @@ def export_model(
                     "distill_pool",
                     "distill_weight",
                     "temperature",
+                    "encoder_layers",
                     "train_sources",
                     "label_files_sha256",
                 )

@@ -126,11 +126,18 @@ def parity_unseen_section(report: dict) -> list[str]:
     return lines
 
 
+def _real_text_round(source: str) -> bool:
+    """Whether a ``train_sources`` name is an annotation round of real text (``r6-helper-01``, ``text-...``)."""
+    head = source.split("-", 1)[0]
+    return source.startswith("text-") or (head[:1] == "r" and head[1:].isdigit() and int(head[1:]) >= 6)
+
+
 def limits_lines(cfg: dict) -> list[str]:
     """The card's Limits section; what it says of the training data follows config.json's ``training``."""
     training = cfg.get("training", {})
     sources = training.get("train_sources", {})
-    forum = sum(n for s, n in sources.items() if s.startswith(("r6-", "r8-", "text-")))
+    # rounds 6 and later labelled real forum and web text chosen by the models (labels/DATA_CARD.md)
+    forum = sum(n for s, n in sources.items() if _real_text_round(s))
     data = (
         "English web text labelled by annotator agents following the guide (see labels/DATA_CARD.md)"
         + (f", {forum:,} real forum and web sentences of later annotation rounds" if forum else "")
@@ -263,6 +270,11 @@ def main() -> None:
         help="scripts/gpu/score_heldout_r7.py --json output: scores on real text no model trained on",
     )
     ap.add_argument("--unseen-note", default="", help="what the --unseen text is and how it was chosen")
+    ap.add_argument(
+        "--no-cv-reason",
+        default="",
+        help="why this recipe has no held-out or cross-validated dev estimate (the card says so; give --unseen)",
+    )
     ap.add_argument("--dev", type=Path, default=Path("../shared/data/labels/dev.jsonl"))
     ap.add_argument(
         "--decision-rule",
@@ -272,10 +284,14 @@ def main() -> None:
     )
     args = ap.parse_args()
     cfg = json.loads((args.model / "config.json").read_text())
-    if not (args.heldout or args.heldout_names or args.cv or args.cv_names):
+    if not (args.heldout or args.heldout_names or args.cv or args.cv_names or args.no_cv_reason):
         raise SystemExit(
             "give a held-out estimate: --heldout (train_meta.json), --cv (run folders), or --sweep with "
-            "--heldout-names / --cv-names"
+            "--heldout-names / --cv-names (or --no-cv-reason with --unseen)"
+        )
+    if args.no_cv_reason and not args.unseen:
+        raise SystemExit(
+            "--no-cv-reason needs --unseen: a card without a dev estimate must score unseen text"
         )
     parity = (
         json.loads((args.model / "parity.json").read_text())
@@ -351,6 +367,8 @@ def main() -> None:
             SWEEP_HEADER,
             *sweep_rows(args.sweep, args.cv_names),
         ]
+    if args.no_cv_reason:
+        lines += ["", "### Cross-validated: not measured for this recipe", "", args.no_cv_reason]
     if args.baseline_names:
         lines += [
             "",

@@ -312,7 +312,9 @@ def fit(
     train on the teacher's labels only. Without ``soft`` the loss is exactly the joint-v2 recipe's.
     """
     torch.manual_seed(hp.seed)
-    model = JointCrossEncoder(encoder, dropout=hp.dropout, pooling=hp.pooling).to(device)
+    model = JointCrossEncoder(
+        encoder, dropout=hp.dropout, pooling=hp.pooling, encoder_layers=hp.encoder_layers
+    ).to(device)
     # class weights: rare regard classes (negative, positive) count more, capped to stay stable
     reg_counts = np.array([sum(p.regard == r for p in train) for r in REGARD_LABELS], dtype=np.float64)
     reg_w = torch.tensor(
@@ -566,6 +568,7 @@ def main() -> None:
         "fold": args.fold,
         "regard_weight": args.regard_weight,
         "pooling": args.pooling,
+        "encoder_layers": args.encoder_layers,  # 0: all of the encoder's layers
         "left_out_label_files": sorted(args.leave_out),
         "soft_labels": str(args.soft_labels) if args.soft_labels else None,
         "soft_labelled_pairs": len(soft) if soft is not None else 0,

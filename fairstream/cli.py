@@ -496,7 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--labels", required=True, help="JSON lines with text, keyword, gloss, wsd, regard")
     p.add_argument(
-        "--model", default=None, help="model folder or shipped model name: joint-v3 (default), joint-v2"
+        "--model",
+        default=None,
+        help="model folder or shipped model name: joint-v4 (default), joint-v3, joint-v2",
     )
     p.add_argument(
         "--batch-size", type=int, default=8, help="pairs per model call, >= 1 (default: %(default)s)"

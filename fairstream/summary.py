@@ -142,7 +142,9 @@ def model_text(run: Mapping[str, Any]) -> str:
         parts.append(f"negative-regard F1 {q['negative_f1']:.2f}")
     if q.get("wsd_kappa") is not None:
         parts.append(f"WSD kappa {q['wsd_kappa']:.2f}")
-    return f"{run.get('model', '?')} (held-out: " + ", ".join(p for p in parts if p) + ")"
+    # a card without held-out dev runs quotes real text no model trained on (model_quality's fallback)
+    basis = "unseen real text" if "unseen" in str(q.get("source", "")).lower() else "held-out"
+    return f"{run.get('model', '?')} ({basis}: " + ", ".join(p for p in parts if p) + ")"
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:

@@ -10,8 +10,9 @@ def test_quality_of_the_shipped_model_is_read_from_its_card():
     q = model_quality(default_model_dir())
     assert q is not None
     card = (default_model_dir() / "MODEL_CARD.md").read_text(encoding="utf-8")
-    # the first "mean" row is the held-out (or cross-validated) estimate; its numbers are in the card as written
-    assert "Held out" in q["source"] or "Cross-validated" in q["source"]
+    # the first "mean" row is the held-out (or cross-validated) estimate, else the unseen-text row of this
+    # model; its numbers are in the card as written
+    assert any(s in q["source"] for s in ("Held out", "Cross-validated", "Unseen real text")), q["source"]
     for key in ("wsd_kappa", "regard_macro_f1", "negative_f1"):
         assert isinstance(q[key], float) and 0 < q[key] < 1 and f"{q[key]:.3f}" in card
 
@@ -29,6 +30,40 @@ def test_no_card_or_no_mean_row_gives_none(tmp_path: Path):
         "negative_f1": None,
         "source": "MODEL_CARD.md: Quality",
     }
+
+
+def test_quality_falls_back_to_this_models_unseen_row_and_reads_its_first_columns(tmp_path: Path):
+    from export.model_card import unseen_section
+
+    scores = {
+        "old (int8, the previous default)": {"all": {"n": 9, "wsd_kappa": 0.1, "regard_macro_f1": 0.2, "negative_f1": 0.3}},
+        "new (int8, this model)": {"all": {"n": 9, "wsd_kappa": 0.8, "regard_macro_f1": 0.7, "negative_f1": 0.6},
+                                   "random": {"n": 3, "wsd_kappa": 0.5, "regard_macro_f1": 0.4, "negative_f1": 0.2}},
+    }  # fmt: skip
+    card = "\n".join(
+        ["# card", "## Quality", "### Cross-validated: not measured", "", "why", *unseen_section(scores, "")]
+    )
+    (tmp_path / "MODEL_CARD.md").write_text(card + "\n")
+    # the random-items block repeats "WSD kappa" and "regard macro-F1": the all-items numbers are the estimate
+    assert model_quality(tmp_path) == {
+        "wsd_kappa": 0.8,
+        "regard_macro_f1": 0.7,
+        "negative_f1": 0.6,
+        "source": "MODEL_CARD.md: Unseen real text",
+    }
+    # a mean row (held-out or cross-validated dev runs) wins wherever it is
+    header = "| run | WSD kappa | regard macro-F1 |\n|---|---|---|\n| **mean** | 0.70 | 0.60 |\n"
+    (tmp_path / "MODEL_CARD.md").write_text(card + "\n\n## Later\n" + header)
+    assert model_quality(tmp_path)["source"] == "MODEL_CARD.md: Later"  # type: ignore[index]
+
+
+def test_limits_count_every_real_text_round():
+    from export.model_card import limits_lines
+
+    sources = {"r6-helper-01": 300, "r8-helper-02": 250, "r9-helper-01": 200, "r4-helper-0": 354, "web": 10,
+               "text-extra": 5, "written-forum": 520}  # fmt: skip
+    text = "\n".join(limits_lines({"training": {"train_sources": sources}}))
+    assert "755 real forum and web sentences" in text
 
 
 def test_card_tables_carry_negative_precision_and_recall(tmp_path: Path):

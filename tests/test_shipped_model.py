@@ -18,9 +18,10 @@ def test_shipped_files_are_small_and_complete():
     names = {
         json.loads((default_model_dir(n) / "config.json").read_text())["name"] for n in shipped_model_names()
     }
-    # the default, and the previous default kept for reproducing earlier runs (model="joint-v2")
-    assert names == {"fairstream-joint-v3", "fairstream-joint-v2.1"}
-    assert json.loads((default_model_dir() / "config.json").read_text())["name"] == "fairstream-joint-v3"
+    # the default, and the two previous defaults kept for reproducing earlier runs (model="joint-v3",
+    # model="joint-v2")
+    assert names == {"fairstream-joint-v4", "fairstream-joint-v3", "fairstream-joint-v2.1"}
+    assert json.loads((default_model_dir() / "config.json").read_text())["name"] == "fairstream-joint-v4"
     for model in shipped_model_names():
         folder = default_model_dir(model)
         cfg = json.loads((folder / "config.json").read_text())
@@ -65,6 +66,7 @@ def test_shipped_model_agrees_with_sample_labels(sample_predictions):
     reg_pred = [REGARD_LABELS[max(range(3), key=lambda k: preds[i].regard_probs[k])] for i in yes]
     macro = f1_scores(reg_gold, reg_pred, list(REGARD_LABELS))["macro"]
     # floors well above chance (an untrained model scores near 0 kappa / 0.3 macro-F1); on this text no
-    # model trained on, joint-v3 measured kappa 0.92 / macro-F1 0.88 (int8), joint-v2.1 0.91 / 0.86
+    # model trained on, joint-v4 measured kappa 0.90 / macro-F1 0.88 (int8), joint-v3 0.92 / 0.88,
+    # joint-v2.1 0.91 / 0.86
     assert kappa >= 0.7, kappa
     assert macro >= 0.7, macro

@@ -66,3 +66,14 @@ def test_rows_count_only_attributes_with_person_sentences_and_resolve_caps():
     assert a.reason.startswith("6 kept >= warm-up 5")
     assert not c.over_cap  # 1 of 4 = 25% <= 50%
     assert attribute_rows(stats)[0].cap is None and not attribute_rows(stats)[0].over_cap  # settings unknown
+
+
+def test_model_line_names_what_its_quality_was_measured_on():
+    from fairstream.summary import model_text
+
+    q = {"wsd_kappa": 0.8, "regard_macro_f1": 0.73, "negative_f1": 0.64}
+    dev = model_text({"model": "m", "model_quality": {**q, "source": "MODEL_CARD.md: Cross-validated: ..."}})
+    assert dev == "m (held-out: regard macro-F1 0.73, negative-regard F1 0.64, WSD kappa 0.80)"
+    unseen = model_text({"model": "m", "model_quality": {**q, "source": "MODEL_CARD.md: Unseen real text"}})
+    assert unseen.startswith("m (unseen real text: regard macro-F1 0.73")
+    assert "no measured quality" in model_text({"model": "m", "model_quality": None})

@@ -262,7 +262,7 @@ def test_removing_sentences_does_not_move_the_sentences_after_them(shared_dir):
         text = next(d["text"] for line in f if (d := json.loads(line))["id"] == "fwe-611")
     extractor = CandidateExtractor()
     before = extractor.scan(text).candidates
-    # the nine sentences the default filter (joint-v3, cap 1%) dropped there: negative "Irish" ones
+    # the nine sentences the default filter (joint-v3, cap 1%, 2026-11-26) dropped there: negative "Irish" ones
     from fairstream.core.step import remove_spans
 
     dropped = [(6316, 6459), (6460, 6647), (6648, 6781), (6782, 6896), (7035, 7202), (7203, 7321),

@@ -57,3 +57,54 @@ def test_leave_out_drops_a_label_file_by_name_and_a_wrong_name_is_an_error(tmp_p
         SystemExit, match=r"--leave-out text-r9.jsonl: not a label file of .*written-a-v1.jsonl"
     ):
         check_leave_out(argparse.Namespace(**base, leave_out=["text-r9.jsonl"]))
+
+
+def test_encoder_layers_keep_evenly_spaced_pretrained_layers_and_the_run_rebuilds_them(tmp_path):
+    import json
+
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from export.modeling import JointCrossEncoder, layers_to_keep
+
+    assert layers_to_keep(6, 3) == [0, 2, 4] and layers_to_keep(6, 6) == list(range(6))
+    assert layers_to_keep(4, 1) == [0]
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
+                     intermediate_size=32, max_position_embeddings=64)  # fmt: skip
+    full = BertModel(cfg)
+    full.save_pretrained(tmp_path / "enc")
+    small = JointCrossEncoder(str(tmp_path / "enc"), encoder_layers=2).eval()
+    layers = small.encoder.encoder.layer
+    assert len(layers) == 2 and small.encoder.config.num_hidden_layers == 2
+    for kept, original in zip(layers, (full.encoder.layer[0], full.encoder.layer[2]), strict=True):
+        for a, b in zip(kept.parameters(), original.parameters(), strict=True):
+            assert torch.equal(a, b)  # the pretrained weights of layers 0 and 2, not fresh ones
+    # a run folder as export.train writes it rebuilds the smaller model from its saved config
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save(small.state_dict(), run / "model.pt")
+    small.encoder.config.save_pretrained(run / "encoder_config")
+    (run / "train_meta.json").write_text(json.dumps({"pooling": "cls_span", "encoder_layers": 2}))
+    again = JointCrossEncoder.from_run(run)
+    ids = torch.tensor([[1, 5, 7, 9, 2]])
+    inputs = (ids, torch.ones_like(ids), torch.zeros_like(ids), torch.tensor([[0, 1, 0, 0, 0]]))
+    with torch.no_grad():
+        for a, b in zip(small(*inputs), again(*inputs), strict=True):
+            assert torch.equal(a, b)
+    with pytest.raises(ValueError, match=r"encoder_layers=5: the encoder has 4 layers; allowed 1\.\.4"):
+        JointCrossEncoder(str(tmp_path / "enc"), encoder_layers=5)
+    with pytest.raises(ValueError, match=r"^encoder_layers="):
+        TrainConfig(encoder_layers=-1)
+
+
+def test_encoder_layers_on_an_encoder_without_a_known_layer_stack_is_a_clear_error():
+    from torch import nn
+
+    from export.modeling import keep_encoder_layers
+
+    class Odd(nn.Module):
+        config = None
+
+    with pytest.raises(ValueError, match=r"encoder_layers=2: no layer stack found in Odd"):
+        keep_encoder_layers(Odd(), 2)

@@ -226,7 +226,9 @@ def register(add: AddCommand) -> None:
         "--biasers", default=None, help="a biasers file: lines 'singular[, plural]' or JSON {name, biasers}"
     )
     p.add_argument(
-        "--model", default=None, help="WSD model folder or shipped model name: joint-v3 (default), joint-v2"
+        "--model",
+        default=None,
+        help="WSD model folder or shipped model name: joint-v4 (default), joint-v3, joint-v2",
     )
     p.add_argument("--no-wsd", action="store_true", help="swap every keyword match (no person-sense check)")
     p.add_argument("--batch-size", type=int, default=32, help="records per WSD batch (default: %(default)s)")

@@ -26,8 +26,25 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _quality(headers: list[str], row: list[str], source: str) -> dict[str, Any]:
+    col: dict[str, str] = {}
+    # the first of repeated columns: the unseen table repeats them for its random items
+    for header, cell in zip(headers, row, strict=True):
+        col.setdefault(header, cell)
+    neg = col.get("F1 neg / neu / pos", "").split("/")[0].strip() or col.get("negative F1", "")
+    return {
+        "wsd_kappa": _number(col.get("WSD kappa", "")),
+        "regard_macro_f1": _number(col.get("regard macro-F1", "")),
+        "negative_f1": _number(neg) if neg else None,
+        "source": source,
+    }
+
+
 def model_quality(model_dir: str | Path) -> dict[str, Any] | None:
-    """The first "mean" row of a quality table in the model card (the honest held-out estimate).
+    """The model's honest quality estimate, read from its card.
+
+    The first "mean" row of a quality table (held-out or cross-validated dev runs); for a recipe
+    without one, the "this model" row of the unseen-text table (real text no model trained on).
 
     Returns:
         ``{"wsd_kappa", "regard_macro_f1", "negative_f1", "source"}`` (a value is None when its
@@ -37,6 +54,7 @@ def model_quality(model_dir: str | Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     section, headers = "", list[str]()
+    unseen: dict[str, Any] | None = None
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("#"):
             section, headers = line.lstrip("#").strip(), []
@@ -44,17 +62,14 @@ def model_quality(model_dir: str | Path) -> dict[str, Any] | None:
             headers = _cells(line)
         elif line.startswith("|") and headers:
             row = _cells(line)
-            if row[0].lower() != "mean" or len(row) != len(headers):
+            if len(row) != len(headers):
                 continue
-            col = dict(zip(headers, row, strict=True))
-            neg = col.get("F1 neg / neu / pos", "").split("/")[0].strip()
-            return {
-                "wsd_kappa": _number(col.get("WSD kappa", "")),
-                "regard_macro_f1": _number(col.get("regard macro-F1", "")),
-                "negative_f1": _number(neg) if neg else None,
-                "source": f"{path.name}: {section}",
-            }
+            if row[0].lower() == "mean":
+                return _quality(headers, row, f"{path.name}: {section}")
+            if unseen is None and "this model" in row[0].lower():
+                unseen = _quality(headers, row, f"{path.name}: {section}")
         else:  # a table ended
             headers = []
-    logger.info("%s: no quality table with a mean row", path)
-    return None
+    if unseen is None:
+        logger.info("%s: no quality table with a mean or 'this model' row", path)
+    return unseen

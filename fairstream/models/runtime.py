@@ -29,7 +29,7 @@ from fairstream.models.encoding import MentionInput, encode_rows, pad_id_of, pad
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "joint-v3"
+DEFAULT_MODEL = "joint-v4"
 _PROVIDER_PREFERENCE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 # Graph fusions left out on the CPU provider because the fused kernel is slower than the ops it
 # replaces: onnxruntime 1.32's fp32 SkipLayerNormalization ran at 4.2 ns per element against 0.55 for
