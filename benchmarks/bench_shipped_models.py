@@ -1,11 +1,12 @@
 """The shipped models side by side: same architecture, so the same speed? (issue 16: "at the same speed")
 
-    python benchmarks/bench_shipped_models.py [--limit 1500] [--rounds 5]
+    python benchmarks/bench_shipped_models.py [--limit 1500] [--rounds 5] [--model DIR ... --name NAME]
 
 The unique (sentence, keyword) pairs of the first ``--limit`` corpus documents go through every model
 in ``fairstream/data/models`` (``JointModel(name)``, one intra-op thread, one pass at a time, batch 8),
 rounds interleaved so drift hits every model alike; pairs per CPU second, median of the rounds, and
-the ratio to the default. Writes ``benchmarks/results/shipped-models.{json,md}``.
+the ratio to the default. Writes ``benchmarks/results/shipped-models.{json,md}``; ``--model DIR``
+adds a candidate model folder to the same rounds (then ``--name`` names the results file).
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ from fairstream.models.runtime import DEFAULT_MODEL, JointModel, shipped_model_n
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_pair_arguments(ap, rounds=5)
+    ap.add_argument("--model", action="append", default=[], help="also time this model folder (repeatable)")
+    ap.add_argument("--name", default="shipped-models", help="results file name in benchmarks/results")
     args = ap.parse_args()
+    if args.model and args.name == "shipped-models":
+        ap.error("--model: give --name too, so a candidate does not overwrite the shipped models' results")
     docs, pairs = corpus_pairs(args.corpus, args.limit)
-    names = shipped_model_names()
+    names = [*shipped_model_names(), *args.model]
     models = {n: JointModel(n, intra_op_threads=1, batch_threads=1) for n in names}
     for model in models.values():
         model.predict_logits(pairs[:16])  # load the session outside the timing
@@ -52,7 +57,7 @@ def main() -> None:
         "ratio_to_default": {n: round(median[n] / median[DEFAULT_MODEL], 3) for n in names},
     }
     lines = [
-        "# Shipped models side by side",
+        "# Shipped models side by side" + (f" with {len(args.model)} candidate(s)" if args.model else ""),
         "",
         f"{machine_line(m)}; {len(pairs)} unique pairs of the first {len(docs)} corpus documents, one intra-op "
         f"thread, batch 8, {args.rounds} interleaved rounds, median.",
@@ -65,7 +70,7 @@ def main() -> None:
             f"| {models[n].name}{' (default)' if n == DEFAULT_MODEL else ''} | {median[n]:.1f} | "
             f"{min(rates[n]):.1f} - {max(rates[n]):.1f} | {result['ratio_to_default'][n]:.3f}x |"
         )
-    print(write_results("shipped-models", result, "\n".join(lines)).read_text())
+    print(write_results(args.name, result, "\n".join(lines)).read_text())
 
 
 if __name__ == "__main__":
