@@ -31,14 +31,20 @@ def run_side(script: Path, checkout: Path, args: list[str]) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def ab(script: Path, base: Path, new: Path, args: list[str], rounds: int) -> dict[str, Any]:
-    """Alternate the two sides ``rounds`` times; medians and pairwise ratios (base / new: speed-up)."""
+def ab(
+    script: Path, base: Path, new: Path, args: list[str], rounds: int, new_args: list[str] | None = None
+) -> dict[str, Any]:
+    """Alternate the two sides ``rounds`` times; medians and pairwise ratios (base / new: speed-up).
+
+    ``new_args`` (default ``args``): the NEW side's stage arguments, e.g. another model.
+    """
     runs: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
+    side_args = {"base": args, "new": args if new_args is None else new_args}
     for i in range(rounds):
         for side, checkout in (
             (("base", base), ("new", new)) if i % 2 == 0 else (("new", new), ("base", base))
         ):
-            runs[side].append(run_side(script, checkout, args))
+            runs[side].append(run_side(script, checkout, side_args[side]))
             print(f"  round {i + 1}/{rounds} {side}: {runs[side][-1]['cpu_s']:.2f} s CPU", file=sys.stderr)
     out: dict[str, Any] = {"rounds": rounds, "base_checkout": str(base), "new_checkout": str(new)}
     for key in ("cpu_s", "wall_s"):

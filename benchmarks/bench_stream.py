@@ -5,14 +5,15 @@ decisions, text surgery, stats), and the overhead versus iterating the raw sourc
 in the same run.
 
 ``--ab BASE NEW`` compares two checkouts end to end (each side in its own process, alternating;
-CPU and wall seconds; the two sides' output documents are checked to be identical).
+CPU and wall seconds; the two sides' output documents are checked to be identical). ``--new-model``
+runs the NEW side with another model (a faster one: then the outputs differ by design).
 ``--threads-sweep`` runs DataLoader workers x ONNX Runtime threads configurations in turn on the
 same documents: 1 worker x 2 intra-op threads, 1 worker x 1 thread, 1 worker with fairstream's
 automatic choice (one thread per pass, as many passes at once as cores), 2 workers x 1 thread, 2
 workers x ONNX Runtime's default threads, and 2 workers with the automatic choice.
 
     python benchmarks/bench_stream.py [--corpus DIR] [--limit N] [--threads T] [--quick]
-    python benchmarks/bench_stream.py --ab /tmp/base . [--rounds 3] [--threads 1] [--limit N]
+    python benchmarks/bench_stream.py --ab /tmp/base . [--rounds 3] [--threads 1] [--limit N] [--new-model M]
     python benchmarks/bench_stream.py --threads-sweep [--rounds 3] [--limit N]
 """
 
@@ -90,6 +91,9 @@ def main() -> None:
         "--model",
         default=None,
         help="model folder or shipped model name: joint-v4 (default), joint-v3, joint-v2",
+    )
+    ap.add_argument(
+        "--new-model", default=None, help="with --ab: the NEW side runs this model (the BASE side --model)"
     )
     ap.add_argument("--quick", action="store_true", help="first 600 documents")
     ap.add_argument(
@@ -206,7 +210,13 @@ def run_ab(args: argparse.Namespace, docs: list[dict], mb: float) -> None:
 
     base, new = args.ab
     extra = _common_args(args) + ([] if args.threads is None else ["--threads", str(args.threads)])
-    r = ab(HERE, base, new, extra, args.rounds)
+    new_extra = None
+    if args.new_model:
+        without_model = [
+            a for i, a in enumerate(extra) if a != "--model" and (i == 0 or extra[i - 1] != "--model")
+        ]
+        new_extra = [*without_model, "--model", args.new_model]
+    r = ab(HERE, base, new, extra, args.rounds, new_args=new_extra)
     b, n = r["base_last"], r["new_last"]
     same = b["output_sha256"] == n["output_sha256"]
     bd, nd = b.pop("doc_digests"), n.pop("doc_digests")
@@ -229,7 +239,13 @@ def run_ab(args: argparse.Namespace, docs: list[dict], mb: float) -> None:
     md = "\n".join([
         "# FairStream end to end A/B",
         "",
-        f"Corpus: {args.corpus} ({len(docs)} documents, {mb:.1f} MB), shipped model, cap 1%, one process, "
+        f"Corpus: {args.corpus} ({len(docs)} documents, {mb:.1f} MB), "
+        + (
+            f"base: {args.model or 'its default model'}, new: model {args.new_model}"
+            if args.new_model
+            else "shipped model"
+        )
+        + ", cap 1%, one process, "
         f"intra-op threads: {threads}; {args.rounds} alternating rounds, each side in its own process. "
         f"Machine: {machine_line(m)}.",
         "",
@@ -245,7 +261,10 @@ def run_ab(args: argparse.Namespace, docs: list[dict], mb: float) -> None:
                              f"{b['sentences_dropped']}, new {n['sentences_dropped']})."),
     ])  # fmt: skip
     name = (
-        "stream-ab" + ("-quick" if args.quick else "") + (f"-threads{args.threads}" if args.threads else "")
+        "stream-ab"
+        + ("-quick" if args.quick else "")
+        + (f"-threads{args.threads}" if args.threads else "")
+        + (f"-{Path(args.new_model).name}" if args.new_model else "")
     )
     print(md)
     print(f"\nwrote {write_results(name, result, md)}")
