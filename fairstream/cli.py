@@ -498,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         default=None,
-        help="model folder or shipped model name: joint-v4 (default), joint-v3, joint-v2",
+        help="model folder or shipped model name: joint-v4 (default), joint-v4-fast, joint-v3, joint-v2",
     )
     p.add_argument(
         "--batch-size", type=int, default=8, help="pairs per model call, >= 1 (default: %(default)s)"

@@ -18,9 +18,14 @@ def test_shipped_files_are_small_and_complete():
     names = {
         json.loads((default_model_dir(n) / "config.json").read_text())["name"] for n in shipped_model_names()
     }
-    # the default, and the two previous defaults kept for reproducing earlier runs (model="joint-v3",
-    # model="joint-v2")
-    assert names == {"fairstream-joint-v4", "fairstream-joint-v3", "fairstream-joint-v2.1"}
+    # the default, its 3-layer student for speed (model="joint-v4-fast"), and the two previous defaults
+    # kept for reproducing earlier runs (model="joint-v3", model="joint-v2")
+    assert names == {
+        "fairstream-joint-v4",
+        "fairstream-joint-v4-fast",
+        "fairstream-joint-v3",
+        "fairstream-joint-v2.1",
+    }
     assert json.loads((default_model_dir() / "config.json").read_text())["name"] == "fairstream-joint-v4"
     for model in shipped_model_names():
         folder = default_model_dir(model)
@@ -30,6 +35,23 @@ def test_shipped_files_are_small_and_complete():
             size = (folder / name).stat().st_size
             assert 0 < size < 30e6, (name, size)
         assert (folder / "MODEL_CARD.md").is_file()
+
+
+def test_the_fast_model_is_the_default_recipe_on_fewer_layers():
+    import onnx
+
+    def layers(name: str) -> int:
+        graph = onnx.load(str(default_model_dir(name) / "model.int8.onnx"), load_external_data=False).graph
+        matmuls = sum(1 for n in graph.node if n.op_type == "MatMulIntegerToFloat")
+        return (matmuls - 2) // 6  # Q, K, V, attention output, two feed-forward per layer; two heads
+
+    cfg = json.loads((default_model_dir("joint-v4-fast") / "config.json").read_text())
+    default = json.loads((default_model_dir() / "config.json").read_text())
+    assert cfg["training"]["encoder_layers"] == 3 and "encoder_layers" not in default["training"]
+    assert {k: v for k, v in cfg["training"].items() if k != "encoder_layers"} == {
+        k: v for k, v in default["training"].items()
+    }
+    assert layers("joint-v4-fast") * 2 == layers("joint-v4")
 
 
 def test_inference_path_imports_no_torch_or_transformers():

@@ -228,7 +228,7 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="WSD model folder or shipped model name: joint-v4 (default), joint-v3, joint-v2",
+        help="WSD model folder or shipped model name: joint-v4 (default), joint-v4-fast, joint-v3, joint-v2",
     )
     p.add_argument("--no-wsd", action="store_true", help="swap every keyword match (no person-sense check)")
     p.add_argument("--batch-size", type=int, default=32, help="records per WSD batch (default: %(default)s)")
