@@ -273,14 +273,14 @@ class Backend:
     skipped: str | None = None
 
 
-def _onnx_fp32_dir(tmp: Path, threads: int | None) -> Path:
+def _onnx_fp32_dir(tmp: Path, threads: int | None, model: str | Path | None = None) -> Path:
     """A model folder whose fp32 graph is the torch model (int8 weights dequantized), exported."""
     import torch
 
-    from fairstream.models.runtime import JointModel, default_model_dir
+    from fairstream.models.runtime import JointModel, resolve_model_dir
     from fairstream.models.torch_backend import build_torch_model
 
-    src = default_model_dir()
+    src = resolve_model_dir(model)
     module = build_torch_model(src, attn_implementation="eager")
     names = ["input_ids", "attention_mask", "token_type_ids", "target_mask"]
     dummy = (
@@ -322,8 +322,11 @@ def backends(
     sweep: Sequence[int] | None,
     tmp: Path,
     only: Sequence[str] | None = None,
+    model: str | Path | None = None,
 ) -> list[Backend]:
     """The backends this machine can time, and rows saying why for those it cannot.
+
+    ``model``: the model folder or shipped name every backend runs (``None``: the default).
 
     ``only`` (keys of ``BACKENDS``) keeps those backends and builds nothing for the others (the fp32
     export, say), so a short device run can time just the rows it needs.
@@ -339,7 +342,7 @@ def backends(
             "onnxruntime int8 (shipped)",
             "cpu",
             "int8",
-            lambda bs: load_model(device="cpu", batch_size=bs, threads=threads),
+            lambda bs: load_model(model, device="cpu", batch_size=bs, threads=threads),
             cpu_sweep,
         )
     ]
@@ -353,7 +356,7 @@ def backends(
     if torch_reason is None:
         if BACKENDS["onnx-fp32"] in wanted:  # its export takes a while: only when the row is timed
             try:
-                fp32_dir = _onnx_fp32_dir(tmp, threads)
+                fp32_dir = _onnx_fp32_dir(tmp, threads, model)
                 out.append(
                     Backend(
                         "onnxruntime fp32",
@@ -375,7 +378,7 @@ def backends(
                 "pytorch fp32 (transformers, sdpa)",
                 "cpu",
                 "fp32",
-                lambda bs: load_model(device="cpu", backend="torch", batch_size=bs, threads=threads),
+                lambda bs: load_model(model, device="cpu", backend="torch", batch_size=bs, threads=threads),
                 cpu_sweep,
             )
         )
@@ -384,7 +387,7 @@ def backends(
         bf16_reason = (
             None if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "oneDNN has no bf16 on this CPU"
         )
-        make_bf16 = None if bf16_reason else _torch_maker("cpu", "bfloat16", threads)
+        make_bf16 = None if bf16_reason else _torch_maker("cpu", "bfloat16", threads, model)
         out.append(Backend(BACKENDS["torch-bf16"], "cpu", "bf16", make_bf16, cpu_sweep, bf16_reason))
     else:
         out.append(Backend("onnxruntime fp32", "cpu", "fp32", None, (), torch_reason))
@@ -409,7 +412,7 @@ def backends(
             with torch.cuda.device(gpu):
                 if not torch.cuda.is_bf16_supported():
                     reason = "this GPU has no bf16"
-        make = None if reason else _torch_maker(gpu, precision)
+        make = None if reason else _torch_maker(gpu, precision, model=model)
         out.append(Backend(name, gpu, short, make, cuda_sweep, reason))
     import onnxruntime
 
@@ -431,10 +434,14 @@ def backends(
     return [b for b in out if b.name in wanted]
 
 
-def _torch_maker(device: str, dtype: str, threads: int | None = None) -> Callable[[int | None], Any]:
+def _torch_maker(
+    device: str, dtype: str, threads: int | None = None, model: str | Path | None = None
+) -> Callable[[int | None], Any]:
     from fairstream.models.loader import load_model
 
-    return lambda bs: load_model(device=device, backend="torch", dtype=dtype, batch_size=bs, threads=threads)
+    return lambda bs: load_model(
+        model, device=device, backend="torch", dtype=dtype, batch_size=bs, threads=threads
+    )
 
 
 def _onnx_fp16_dir(tmp: Path) -> Path:
@@ -549,6 +556,7 @@ def end_to_end(
     batch_size: int | None,
     scan_workers: int | None = None,
     lookahead: int | None = None,
+    model_name: str | Path | None = None,
 ) -> dict[str, Any]:
     """The filter over ``texts`` with the model of ``device``: rates and the stage split.
 
@@ -561,7 +569,7 @@ def end_to_end(
     from fairstream.models.loader import load_model, resolve_device
 
     device = resolve_device(device)
-    model = load_model(device=device, batch_size=batch_size, threads=threads)
+    model = load_model(model_name, device=device, batch_size=batch_size, threads=threads)
     settings: dict[str, Any] = {"lookahead": lookahead} if lookahead is not None else {}
     step = FilterStep(
         FilterConfig(cap=0.01, device=device, scan_workers=scan_workers, **settings), model=model
@@ -628,12 +636,14 @@ def run_bench(
     scan_workers: int | None = None,
     only: Sequence[str] | None = None,
     on_update: Callable[[BenchResult], None] | None = None,
+    model: str | Path | None = None,
 ) -> BenchResult:
     """Measure everything described in the module docstring; see ``fairstream bench --help``.
 
     ``only``: keys of ``BACKENDS`` to time (default all). ``on_update`` is called with the result so
     far after the end-to-end run and after each backend (``complete`` False until the end), so a run
-    that is stopped still leaves what it measured.
+    that is stopped still leaves what it measured. ``model``: model folder or shipped name (``None``:
+    the default), run by every row.
     """
     unknown = sorted(set(only or ()) - set(BACKENDS))
     if unknown:
@@ -643,6 +653,11 @@ def run_bench(
     from fairstream.models.loader import load_model, parse_device
 
     device = parse_device(device)
+    from fairstream.models.runtime import JointModel
+
+    JointModel(
+        model
+    )  # a missing folder or unknown name fails here, naming the shipped models, before any work
     if rounds < 1:
         raise ValueError(f"rounds={rounds} must be >= 1")
     if threads is not None and threads < 1:
@@ -657,7 +672,7 @@ def run_bench(
     pairs = pairs[:cap] if cap else pairs
     if not pairs:
         raise ValueError(f"no keyword mentions to judge in {len(texts)} documents; give more or other shards")
-    e2e = end_to_end(texts, device, threads, None, scan_workers)
+    e2e = end_to_end(texts, device, threads, None, scan_workers, model_name=model)
     result = BenchResult(
         machine_info(),
         {"shards": paths, "docs": len(texts), "mb": e2e["mb"], "pairs_timed": len(pairs)},
@@ -667,9 +682,11 @@ def run_bench(
     if on_update is not None:
         on_update(result)
     # every backend's decisions (the int8 model's too, at each batch size) against the shipped int8 model
-    reference = _probs(*load_model(device="cpu", batch_size=8, threads=threads).predict_logits(pairs))
+    reference = _probs(*load_model(model, device="cpu", batch_size=8, threads=threads).predict_logits(pairs))
     with tempfile.TemporaryDirectory(prefix="fairstream-bench-") as tmp:
-        todo = backends(device, threads=threads, quick=quick, sweep=batch_sizes, tmp=Path(tmp), only=only)
+        todo = backends(
+            device, threads=threads, quick=quick, sweep=batch_sizes, tmp=Path(tmp), only=only, model=model
+        )
         bar = tqdm(todo, desc="fairstream bench", unit="backend", disable=not progress, file=sys.stderr)
         for backend in bar:
             bar.set_postfix_str(backend.name)
@@ -884,6 +901,7 @@ def cmd_bench(args: Any) -> int:
         scan_workers=args.scan_workers,
         only=args.backends,
         on_update=on_update,
+        model=args.model,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
@@ -944,6 +962,12 @@ def register(add: Callable[..., Any]) -> None:
         type=_backend_keys,
         default=None,
         help=f"model-stage rows to time, comma-separated (default: all): {', '.join(BACKENDS)}",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model folder or shipped model name every row runs: joint-v4 (default), joint-v4-fast, joint-v3, "
+        "joint-v2",
     )
     p.add_argument("--text-field", default="text", help="field that holds the text (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")

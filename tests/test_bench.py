@@ -212,3 +212,24 @@ def test_end_to_end_with_scan_workers_judges_the_same_mentions():
     assert (plain["scan_workers"], pooled["scan_workers"]) == (0, 1)
     assert pooled["docs_out"] == plain["docs_out"] == len(texts) == 300
     assert pooled["mentions_judged"] == plain["mentions_judged"] > 0
+
+
+def test_model_option_runs_every_row_on_that_model(tmp_path, capsys):
+    out = tmp_path / "fast"
+    rc = main(
+        ["bench", "--quick", "--max-pairs", "16", "--limit", "10", "--batch-sizes", "4", "--threads", "1",
+         "--no-progress", "--device", "cpu", "--backends", "int8,torch-fp32", "--model", "joint-v4-fast",
+         "-o", str(out)]
+    )  # fmt: skip
+    assert rc == 0
+    data = json.loads((out / "bench.json").read_text())
+    assert data["end_to_end"]["model"] == "fairstream-joint-v4-fast"
+    rows = {r["backend"]: r for r in data["rows"]}
+    # the reference is the same model's int8 graph: exact for itself, close for its dequantized torch twin
+    assert rows["onnxruntime int8 (shipped)"]["agreement_vs_int8"]["mean_abs_dp"] < 1e-6
+    assert 0 < rows["pytorch fp32 (transformers, sdpa)"]["agreement_vs_int8"]["mean_abs_dp"] < 0.02
+    capsys.readouterr()
+    # an unknown model is one line naming it and the shipped ones, before any work
+    assert main(["bench", "--quick", "--no-progress", "--device", "cpu", "--model", "no-such-model"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-model" in err and "joint-v4-fast" in err and "fairstream bench: end to end" not in err
