@@ -194,14 +194,16 @@ def main() -> None:
     print(f"\nwrote {write_results('stream' + ('-quick' if args.quick else ''), result, md)}")
 
 
-def _common_args(args: argparse.Namespace) -> list[str]:
+def _common_args(args: argparse.Namespace, model: str | None = None) -> list[str]:
+    """The stage arguments shared by every run; ``model`` (default ``--model``) picks the model."""
+    model = model or args.model
     out = ["--corpus", str(args.corpus)]
     if args.quick:
         out.append("--quick")
     elif args.limit is not None:
         out += ["--limit", str(args.limit)]
-    if args.model:
-        out += ["--model", args.model]
+    if model:
+        out += ["--model", model]
     return out
 
 
@@ -209,13 +211,9 @@ def run_ab(args: argparse.Namespace, docs: list[dict], mb: float) -> None:
     from benchmarks._ab import ab, checkout_commit
 
     base, new = args.ab
-    extra = _common_args(args) + ([] if args.threads is None else ["--threads", str(args.threads)])
-    new_extra = None
-    if args.new_model:
-        without_model = [
-            a for i, a in enumerate(extra) if a != "--model" and (i == 0 or extra[i - 1] != "--model")
-        ]
-        new_extra = [*without_model, "--model", args.new_model]
+    thread_args = [] if args.threads is None else ["--threads", str(args.threads)]
+    extra = _common_args(args) + thread_args
+    new_extra = _common_args(args, model=args.new_model) + thread_args if args.new_model else None
     r = ab(HERE, base, new, extra, args.rounds, new_args=new_extra)
     b, n = r["base_last"], r["new_last"]
     same = b["output_sha256"] == n["output_sha256"]

@@ -655,9 +655,8 @@ def run_bench(
     device = parse_device(device)
     from fairstream.models.runtime import JointModel
 
-    JointModel(
-        model
-    )  # a missing folder or unknown name fails here, naming the shipped models, before any work
+    # a missing folder or unknown name fails here, naming the shipped models, before any work
+    JointModel(model)
     if rounds < 1:
         raise ValueError(f"rounds={rounds} must be >= 1")
     if threads is not None and threads < 1:
