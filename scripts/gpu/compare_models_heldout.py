@@ -60,12 +60,19 @@ def main() -> None:
     )
     ap.add_argument("--bootstrap", type=int, default=2000)
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--standoff",
+        type=Path,
+        default=HELDOUT,
+        help="a stand-off text label file to score (default: the round-7 hold-out; e.g. labels/text-r10.jsonl: "
+        "only for models that never trained on it)",
+    )
     args = ap.parse_args()
     if args.labels:
         pairs, chosen = load_labelled_pairs(args.labels), []
     else:
-        pairs = load_heldout()
-        with HELDOUT.open(encoding="utf-8") as f:
+        pairs = load_heldout(args.standoff)
+        with args.standoff.open(encoding="utf-8") as f:
             chosen = [json.loads(line).get("selected_as") for line in f if line.strip()]
     probs = {}
     for side in ("a", "b"):

@@ -24,18 +24,25 @@ from fairstream.models.labels import LabelledPair  # noqa: E402
 HELDOUT = ROOT / "labels/heldout-text-r7.jsonl"
 
 
-def load_heldout() -> list[LabelledPair]:
-    """The round-7 hold-out's 1,383 labelled pairs, texts resolved from ``runs/packages`` and the corpus."""
+def load_heldout(path: Path = HELDOUT) -> list[LabelledPair]:
+    """The labelled pairs of a stand-off text label file (default: the round-7 hold-out's 1,383), texts
+    resolved from ``runs/packages`` and the corpus."""
     return load_text_standoff(
-        HELDOUT, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
+        path, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
     )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
+    ap.add_argument(
+        "--labels",
+        type=Path,
+        default=HELDOUT,
+        help="another stand-off text label file (e.g. labels/text-r10.jsonl)",
+    )
     args = ap.parse_args()
-    pairs = load_heldout()
+    pairs = load_heldout(args.labels)
     tmp = args.out.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         for p in pairs:
@@ -44,7 +51,7 @@ def main() -> None:
                    "gloss": m.gloss, "class": p.attribute_class}  # fmt: skip
             f.write(json.dumps(rec) + "\n")
     tmp.replace(args.out)
-    print(f"{args.out}: {len(pairs)} hold-out mentions")
+    print(f"{args.out}: {len(pairs)} mentions of {args.labels.name}")
 
 
 if __name__ == "__main__":
