@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
+from batches import candidate_mention, entropy
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from fairstream.models.encoding import MentionInput  # noqa: E402
 from fairstream.models.loader import load_model  # noqa: E402
 
 
@@ -43,18 +43,9 @@ def main() -> None:
     with args.out.open("a", encoding="utf-8") as f:
         for lo in range(0, len(todo), args.chunk):
             chunk = todo[lo : lo + args.chunk]
-            items = [
-                MentionInput(
-                    c["text"],
-                    c["kw_start"] - c["sent_start"],
-                    c["kw_end"] - c["sent_start"],
-                    c["keyword"],
-                    c["gloss"],
-                )
-                for c in chunk
-            ]
+            items = [candidate_mention(c) for c in chunk]
             for c, p in zip(chunk, model.predict(items), strict=True):
-                ent = -sum(q * math.log(q) for q in p.regard_probs if q > 0)
+                ent = entropy(p.regard_probs)
                 rec = dict(
                     cid=c["cid"],
                     p_wsd=[round(x, 5) for x in p.wsd_probs],

@@ -18,21 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
-import numpy as np
+from batches import entropy, score_candidates
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from fairstream.models.encoding import MentionInput  # noqa: E402
-from fairstream.models.runtime import JointModel, softmax  # noqa: E402
-
-
-def entropy(p: list[float]) -> float:
-    return -sum(x * math.log(x) for x in p if x > 0)
+from fairstream.models.runtime import JointModel  # noqa: E402
 
 
 def main() -> None:
@@ -47,22 +41,15 @@ def main() -> None:
         if c["cid"] not in labelled
     ]  # fmt: skip
     teacher = {s["cid"]: s for s in map(json.loads, (args.round8 / "scored.jsonl").open(encoding="utf-8"))}
-    mentions = [
-        MentionInput(c["text"], c["kw_start"] - c["sent_start"], c["kw_end"] - c["sent_start"], c["keyword"], c["gloss"])
-        for c in cands
-    ]  # fmt: skip
     model = JointModel(args.model)
-    wsd_logits, regard_logits = model.predict_logits(mentions)[:2]
-    p_wsd, p_reg = softmax(wsd_logits.astype(np.float64)), softmax(regard_logits.astype(np.float64))
-    yes = model.config["wsd_labels"].index("yes")
+    p_wsd_yes, p_reg = score_candidates(model, cands)
     args.out.mkdir(parents=True, exist_ok=True)
     with (
         (args.out / "candidates.jsonl").open("w", encoding="utf-8") as fc,
         (args.out / "scored.jsonl").open("w", encoding="utf-8") as fs,
     ):
-        for c, pw, pr in zip(cands, p_wsd, p_reg, strict=True):
+        for c, s_yes, s_reg in zip(cands, p_wsd_yes, p_reg, strict=True):
             t = teacher[c["cid"]]
-            s_yes, s_reg = float(pw[yes]), [float(x) for x in pr]
             p_yes = (t["p_wsd_yes"] + s_yes) / 2
             p_regard = [round((a + b) / 2, 5) for a, b in zip(t["p_regard"], s_reg, strict=True)]
             fc.write(json.dumps(c) + "\n")

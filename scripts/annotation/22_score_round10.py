@@ -17,21 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
-import numpy as np
+from batches import entropy, score_candidates
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from fairstream.models.encoding import MentionInput  # noqa: E402
-from fairstream.models.runtime import JointModel, softmax  # noqa: E402
-
-
-def entropy(p: list[float]) -> float:
-    return -sum(x * math.log(x) for x in p if x > 0)
+from fairstream.models.runtime import JointModel  # noqa: E402
 
 
 def main() -> None:
@@ -51,21 +45,15 @@ def main() -> None:
         c for c in all_cands
         if c["cid"] not in labelled and (c["source"], str(c["doc_id"])) not in parity_docs
     ]  # fmt: skip
-    mentions = [
-        MentionInput(c["text"], c["kw_start"] - c["sent_start"], c["kw_end"] - c["sent_start"], c["keyword"], c["gloss"])
-        for c in cands
-    ]  # fmt: skip
     model = JointModel(args.model)
-    wsd_logits, regard_logits = model.predict_logits(mentions)[:2]
-    p_wsd, p_reg = softmax(wsd_logits.astype(np.float64)), softmax(regard_logits.astype(np.float64))
-    yes = model.config["wsd_labels"].index("yes")
+    p_wsd_yes, p_reg = score_candidates(model, cands)
     args.out.mkdir(parents=True, exist_ok=True)
     with (
         (args.out / "candidates.jsonl").open("w", encoding="utf-8") as fc,
         (args.out / "scored.jsonl").open("w", encoding="utf-8") as fs,
     ):
-        for c, pw, pr in zip(cands, p_wsd, p_reg, strict=True):
-            p_yes, p_regard = float(pw[yes]), [round(float(x), 5) for x in pr]
+        for c, p_yes, pr in zip(cands, p_wsd_yes, p_reg, strict=True):
+            p_regard = [round(x, 5) for x in pr]
             fc.write(json.dumps(c) + "\n")
             rec = {
                 "cid": c["cid"],

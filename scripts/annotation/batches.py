@@ -1,4 +1,5 @@
-"""Batch files for annotator agents and the merge of their answers (shared by rounds 3-5).
+"""Batch files for annotator agents, the merge of their answers (shared by rounds 3-5), and the
+scoring of a round's candidates by a model (rounds 6, 9, 10).
 
 An item is a dict with at least keyword, gloss and text; ``write_batches`` gives each a uid,
 deals the items round-robin into ``nb`` batch files (what an annotator sees: uid, keyword, gloss,
@@ -7,8 +8,10 @@ batch was answered completely with valid labels.
 """
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 def write_batches(items: list[dict], work: Path, nb: int, uid_prefix: str) -> None:
@@ -53,3 +56,29 @@ def corpus_record(m: dict, a: dict, regard: str | None, annotator: str, rnd: int
 def write_records(rows: list[dict], dest: Path) -> None:
     rows.sort(key=lambda r: r["uid"])
     dest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def entropy(p: list[float]) -> float:
+    """Shannon entropy (nats) of a probability vector; the selection's "uncertain" ranking uses it."""
+    return -sum(x * math.log(x) for x in p if x > 0)
+
+
+def candidate_mention(c: dict) -> Any:
+    """The ``MentionInput`` of a candidate record (keyword offsets are document offsets; the text is the sentence)."""
+    from fairstream.models.encoding import MentionInput
+
+    return MentionInput(
+        c["text"], c["kw_start"] - c["sent_start"], c["kw_end"] - c["sent_start"], c["keyword"], c["gloss"]
+    )
+
+
+def score_candidates(model: Any, cands: list[dict]) -> tuple[list[float], list[list[float]]]:
+    """P(wsd = yes) and the regard probabilities of every candidate under ``model`` (a ``JointModel``)."""
+    import numpy as np
+
+    from fairstream.models.runtime import softmax
+
+    wsd_logits, regard_logits = model.predict_logits([candidate_mention(c) for c in cands])[:2]
+    p_wsd, p_reg = softmax(wsd_logits.astype(np.float64)), softmax(regard_logits.astype(np.float64))
+    yes = model.config["wsd_labels"].index("yes")
+    return [float(pw[yes]) for pw in p_wsd], [[float(x) for x in pr] for pr in p_reg]
