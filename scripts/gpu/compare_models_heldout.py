@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from fairstream.models.labels import load_labelled_pairs  # noqa: E402
 from fairstream.models.runtime import JointModel, softmax  # noqa: E402
 from scripts.gpu.compare_students import paired  # noqa: E402
-from scripts.gpu.heldout_pool import HELDOUT, load_heldout  # noqa: E402
+from scripts.gpu.heldout_pool import HELDOUT, load_with_reasons  # noqa: E402
 
 
 def side_logits(spec: str, pairs: list) -> tuple[np.ndarray, np.ndarray]:
@@ -71,9 +71,7 @@ def main() -> None:
     if args.labels:
         pairs, chosen = load_labelled_pairs(args.labels), []
     else:
-        pairs = load_heldout(args.standoff)
-        with args.standoff.open(encoding="utf-8") as f:
-            chosen = [json.loads(line).get("selected_as") for line in f if line.strip()]
+        pairs, chosen = load_with_reasons(args.standoff)
     probs = {}
     for side in ("a", "b"):
         w, r = side_logits(getattr(args, side), pairs)

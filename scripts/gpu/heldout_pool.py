@@ -1,6 +1,9 @@
 """Write the round-7 hold-out (``labels/heldout-text-r7.jsonl``, stand-off) as a pool file for ``export.sweep``.
 
-    NLTK_DATA=../shared/data/nltk_data python scripts/gpu/heldout_pool.py OUT.pool.jsonl
+    NLTK_DATA=../shared/data/nltk_data python scripts/gpu/heldout_pool.py OUT.pool.jsonl [--labels FILE]
+
+``--labels`` writes another stand-off text label file the same way (e.g. round 10, for
+``export.distill --no-training-set --pool``).
 
 Pass it as the *last* ``--pool`` of a sweep whose configs set ``save_logits``: every fit then saves
 its logits on the 1,383 hold-out items (the last rows of its logits file, in the label file's order),
@@ -30,6 +33,13 @@ def load_heldout(path: Path = HELDOUT) -> list[LabelledPair]:
     return load_text_standoff(
         path, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
     )
+
+
+def load_with_reasons(path: Path = HELDOUT) -> tuple[list[LabelledPair], list[str | None]]:
+    """``load_heldout(path)`` and each item's ``selected_as`` (why it was chosen: "random" and others)."""
+    with path.open(encoding="utf-8") as f:
+        reasons = [json.loads(line).get("selected_as") for line in f if line.strip()]
+    return load_heldout(path), reasons
 
 
 def main() -> None:

@@ -28,15 +28,13 @@ sys.path.insert(0, str(ROOT))
 from fairstream.models.runtime import softmax  # noqa: E402
 from scripts.gpu.compare_models_heldout import side_logits  # noqa: E402
 from scripts.gpu.compare_students import METRICS, metrics  # noqa: E402
-from scripts.gpu.heldout_pool import HELDOUT, load_heldout  # noqa: E402
+from scripts.gpu.heldout_pool import HELDOUT, load_with_reasons  # noqa: E402
 
 FILES = (HELDOUT, ROOT / "labels/text-r10.jsonl")
 
 
 def random_items(path: Path) -> list:
-    pairs = load_heldout(path)
-    with path.open(encoding="utf-8") as f:
-        chosen = [json.loads(line).get("selected_as") for line in f if line.strip()]
+    pairs, chosen = load_with_reasons(path)
     return [p for p, s in zip(pairs, chosen, strict=True) if s == "random"]
 
 
