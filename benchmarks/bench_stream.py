@@ -90,7 +90,7 @@ def main() -> None:
     ap.add_argument(
         "--model",
         default=None,
-        help="model folder or shipped model name: joint-v4 (default), joint-v4-fast, joint-v3, joint-v2",
+        help="model folder or shipped model name (default: the checkout's default; `fairstream eval-models -h` lists them)",
     )
     ap.add_argument(
         "--new-model", default=None, help="with --ab: the NEW side runs this model (the BASE side --model)"

@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -80,26 +81,33 @@ def load_pool(path: str | Path) -> list[LabelledPair]:
     return out
 
 
-def load_soft_labels(path: str | Path) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
-    """(uid, text_sha1) -> (wsd logits, regard logits)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FairStreamError(f"{path}: soft-label file not found; make it with python -m export.distill")
+def load_soft_labels(
+    paths: str | Path | Sequence[str | Path],
+) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    """(uid, text_sha1) -> (wsd logits, regard logits), from one file or several.
+
+    Several files read as their concatenation: a pair in a later file replaces the same pair in an
+    earlier one (a teacher's logits on a new label round added to its earlier file).
+    """
     out = {}
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                wsd = np.asarray(rec["wsd_logits"], dtype=np.float32)
-                reg = np.asarray(rec["regard_logits"], dtype=np.float32)
-                out[(str(rec["uid"]), str(rec["text_sha1"]))] = (wsd, reg)
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise FairStreamError(f"{path}:{lineno}: not a soft-label record ({exc})") from None
-            if wsd.shape != (3,) or reg.shape != (3,):
-                raise FairStreamError(f"{path}:{lineno}: wsd_logits and regard_logits need 3 values each")
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        path = Path(path)
+        if not path.is_file():
+            raise FairStreamError(f"{path}: soft-label file not found; make it with python -m export.distill")
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                    wsd = np.asarray(rec["wsd_logits"], dtype=np.float32)
+                    reg = np.asarray(rec["regard_logits"], dtype=np.float32)
+                    out[(str(rec["uid"]), str(rec["text_sha1"]))] = (wsd, reg)
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                    raise FairStreamError(f"{path}:{lineno}: not a soft-label record ({exc})") from None
+                if wsd.shape != (3,) or reg.shape != (3,):
+                    raise FairStreamError(f"{path}:{lineno}: wsd_logits and regard_logits need 3 values each")
     return out
 
 

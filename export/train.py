@@ -499,7 +499,10 @@ def main() -> None:
     ap.add_argument(
         "--soft-labels",
         type=Path,
-        help="a teacher's logits (python -m export.distill): train by distillation",
+        action="append",
+        default=[],
+        help="a teacher's logits (python -m export.distill): train by distillation (repeatable: the files "
+        "read as their concatenation, a later file's pair replacing an earlier one's)",
     )
     ap.add_argument(
         "--distill-pool",
@@ -572,7 +575,12 @@ def main() -> None:
         "pooling": args.pooling,
         "encoder_layers": args.encoder_layers,  # 0: all of the encoder's layers
         "left_out_label_files": sorted(args.leave_out),
-        "soft_labels": str(args.soft_labels) if args.soft_labels else None,
+        # one file as a string (as every earlier config records it), several as a list
+        "soft_labels": (
+            [str(p) for p in args.soft_labels] if len(args.soft_labels) > 1 else str(args.soft_labels[0])
+        )
+        if args.soft_labels
+        else None,
         "soft_labelled_pairs": len(soft) if soft is not None else 0,
         "distill_pool": [str(p) for p in args.distill_pool],
         "distill_weight": args.distill_weight if soft is not None else None,

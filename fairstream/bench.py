@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from fairstream.models.encoding import MentionInput
+from fairstream.models.names import shipped_models_text
 
 logger = logging.getLogger(__name__)
 
@@ -965,8 +966,7 @@ def register(add: Callable[..., Any]) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="model folder or shipped model name every row runs: joint-v4 (default), joint-v4-fast, joint-v3, "
-        "joint-v2",
+        help=f"model folder or shipped model name every row runs: {shipped_models_text()}",
     )
     p.add_argument("--text-field", default="text", help="field that holds the text (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")

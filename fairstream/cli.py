@@ -21,6 +21,7 @@ from typing import Any
 from fairstream import __version__
 from fairstream.core.config import FilterConfig
 from fairstream.errors import FairStreamError, InvalidDocumentError, cli_interface
+from fairstream.models.names import shipped_models_text
 
 logger = logging.getLogger(__name__)
 
@@ -498,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         default=None,
-        help="model folder or shipped model name: joint-v4 (default), joint-v4-fast, joint-v3, joint-v2",
+        help=f"model folder or shipped model name: {shipped_models_text()}",
     )
     p.add_argument(
         "--batch-size", type=int, default=8, help="pairs per model call, >= 1 (default: %(default)s)"

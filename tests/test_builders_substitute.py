@@ -71,8 +71,9 @@ def test_person_sense_swapped_object_sense_left_alone(model, crows):
     copies = [r for r in out if r["provenance"]["role"] == "copy"]
     assert [r["text"] for r in originals] == [person, religion_sense, attire]
     # the person sentence has copies, one per other religion; "the Muslim religion" has none. "his Muslim
-    # attire" is an object sense by the guide, but a near-tie for the models (P(person) 0.27 for
-    # joint-v2.1, 0.57 for joint-v3, 0.36 for joint-v4): the builder must follow the model's decision either way
+    # attire" is an object sense by the guide, but near the threshold for some models (P(person) 0.27 for
+    # joint-v2.1, 0.57 for joint-v3, 0.31 for joint-v4, 0.15 for joint-v5): the builder must follow the
+    # model's decision either way
     start = attire.index("Muslim")
     (attire_pred,) = model.predict(
         [MentionInput(attire, start, start + 6, "muslim", Taxonomy.default()["muslim"].gloss)]

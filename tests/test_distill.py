@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -102,6 +103,31 @@ def test_soft_labels_attach_only_where_uid_and_text_match(tmp_path, gold_pairs):
     path.write_text('{"uid": "x", "text_sha1": "y", "wsd_logits": [1, 2], "regard_logits": [1, 2, 3]}\n')
     with pytest.raises(FairStreamError, match="3 values"):
         load_soft_labels(path)
+
+
+def test_several_soft_label_files_read_as_their_concatenation(tmp_path, gold_pairs):
+    def write(path, recs):
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        return path
+
+    def rec(pair, wsd):
+        return {"uid": pair.uid, "text_sha1": pair_key(pair), "wsd_logits": wsd, "regard_logits": [0, 0, 0]}
+
+    first = write(tmp_path / "a.jsonl", [rec(gold_pairs[0], [1, 0, 0]), rec(gold_pairs[1], [1, 0, 0])])
+    later = [rec(gold_pairs[1], [0, 1, 0]), rec(gold_pairs[2], [0, 0, 1])]
+    gz = tmp_path / "b.jsonl.gz"
+    gz.write_bytes(gzip.compress(write(tmp_path / "b.jsonl", later).read_bytes()))
+    both = write(
+        tmp_path / "both.jsonl", [rec(gold_pairs[0], [1, 0, 0]), rec(gold_pairs[1], [1, 0, 0]), *later]
+    )
+    merged = load_soft_labels([first, gz])
+    assert merged.keys() == load_soft_labels(both).keys() and len(merged) == 3
+    for key, (wsd, _) in load_soft_labels(both).items():
+        np.testing.assert_array_equal(merged[key][0], wsd)
+    # the later file's logits for the pair both files hold
+    np.testing.assert_array_equal(merged[(gold_pairs[1].uid, pair_key(gold_pairs[1]))][0], [0, 1, 0])
+    with pytest.raises(FairStreamError, match=r"missing\.jsonl: soft-label file not found"):
+        load_soft_labels([first, tmp_path / "missing.jsonl"])
 
 
 def test_pool_offsets_resolve_against_the_sentence_or_the_document(tmp_path):

@@ -18,15 +18,16 @@ def test_shipped_files_are_small_and_complete():
     names = {
         json.loads((default_model_dir(n) / "config.json").read_text())["name"] for n in shipped_model_names()
     }
-    # the default, its 3-layer student for speed (model="joint-v4-fast"), and the two previous defaults
-    # kept for reproducing earlier runs (model="joint-v3", model="joint-v2")
+    # the default, the previous default and its 3-layer student for speed (model="joint-v4",
+    # model="joint-v4-fast"), and two earlier defaults kept for reproducing earlier runs
     assert names == {
+        "fairstream-joint-v5",
         "fairstream-joint-v4",
         "fairstream-joint-v4-fast",
         "fairstream-joint-v3",
         "fairstream-joint-v2.1",
     }
-    assert json.loads((default_model_dir() / "config.json").read_text())["name"] == "fairstream-joint-v4"
+    assert json.loads((default_model_dir() / "config.json").read_text())["name"] == "fairstream-joint-v5"
     for model in shipped_model_names():
         folder = default_model_dir(model)
         cfg = json.loads((folder / "config.json").read_text())
@@ -37,7 +38,7 @@ def test_shipped_files_are_small_and_complete():
         assert (folder / "MODEL_CARD.md").is_file()
 
 
-def test_the_fast_model_is_the_default_recipe_on_fewer_layers():
+def test_the_fast_model_is_joint_v4s_recipe_on_fewer_layers():
     import onnx
 
     def layers(name: str) -> int:
@@ -46,9 +47,9 @@ def test_the_fast_model_is_the_default_recipe_on_fewer_layers():
         return (matmuls - 2) // 6  # Q, K, V, attention output, two feed-forward per layer; two heads
 
     cfg = json.loads((default_model_dir("joint-v4-fast") / "config.json").read_text())
-    default = json.loads((default_model_dir() / "config.json").read_text())
-    assert cfg["training"]["encoder_layers"] == 3 and "encoder_layers" not in default["training"]
-    assert {k: v for k, v in cfg["training"].items() if k != "encoder_layers"} == default["training"]
+    full = json.loads((default_model_dir("joint-v4") / "config.json").read_text())
+    assert cfg["training"]["encoder_layers"] == 3 and "encoder_layers" not in full["training"]
+    assert {k: v for k, v in cfg["training"].items() if k != "encoder_layers"} == full["training"]
     assert layers("joint-v4-fast") * 2 == layers("joint-v4")
 
 
@@ -86,7 +87,7 @@ def test_shipped_model_agrees_with_sample_labels(sample_predictions):
     reg_pred = [REGARD_LABELS[max(range(3), key=lambda k: preds[i].regard_probs[k])] for i in yes]
     macro = f1_scores(reg_gold, reg_pred, list(REGARD_LABELS))["macro"]
     # floors well above chance (an untrained model scores near 0 kappa / 0.3 macro-F1); on this text no
-    # model trained on, joint-v4 measured kappa 0.90 / macro-F1 0.88 (int8), joint-v3 0.92 / 0.88,
-    # joint-v2.1 0.91 / 0.86
+    # model trained on, joint-v5 measured kappa 0.90 / macro-F1 0.86 (int8), joint-v4 0.90 / 0.88,
+    # joint-v3 0.92 / 0.88, joint-v2.1 0.91 / 0.86
     assert kappa >= 0.7, kappa
     assert macro >= 0.7, macro

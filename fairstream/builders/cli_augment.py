@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fairstream.models.names import shipped_models_text
+
 AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
 
 BIAS_DIR = "../shared/data/bias"
@@ -228,7 +230,7 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="WSD model folder or shipped model name: joint-v4 (default), joint-v4-fast, joint-v3, joint-v2",
+        help=f"WSD model folder or shipped model name: {shipped_models_text()}",
     )
     p.add_argument("--no-wsd", action="store_true", help="swap every keyword match (no person-sense check)")
     p.add_argument("--batch-size", type=int, default=32, help="records per WSD batch (default: %(default)s)")

@@ -16,7 +16,6 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,16 @@ from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import MissingDependencyError, ModelError
 from fairstream.models.decision import regard_index, regard_offsets_of
 from fairstream.models.encoding import MentionInput, encode_rows, pad_id_of, pad_rows
+from fairstream.models.names import (  # noqa: F401  (re-exported: runtime was their home)
+    DEFAULT_MODEL,
+    default_model_dir,
+    resolve_model_dir,
+    shipped_model_names,
+    shipped_models_text,
+)
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "joint-v4"
 _PROVIDER_PREFERENCE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 # Graph fusions left out on the CPU provider because the fused kernel is slower than the ops it
 # replaces: onnxruntime 1.32's fp32 SkipLayerNormalization ran at 4.2 ns per element against 0.55 for
@@ -94,33 +99,6 @@ class Prediction:
         if self.person:
             return "yes"
         return "unsure" if self.wsd_probs[2] > self.wsd_probs[0] else "no"
-
-
-def default_model_dir(name: str = DEFAULT_MODEL) -> Path:
-    """Folder of a model shipped inside the package."""
-    return Path(str(resources.files("fairstream") / "data" / "models" / name))
-
-
-def shipped_model_names() -> list[str]:
-    """Names of the models inside the package (each usable as ``model=NAME``)."""
-    root = default_model_dir().parent
-    return sorted(p.name for p in root.iterdir() if (p / "config.json").is_file()) if root.is_dir() else []
-
-
-def resolve_model_dir(model: str | Path | None) -> Path:
-    """A model folder from ``None`` (the default), a folder path, or the name of a shipped model.
-
-    A folder that exists wins over a shipped name, so ``./joint-v2`` on disk is never shadowed.
-    """
-    if model is None:
-        return default_model_dir()
-    path = Path(model)
-    # a bare name (a str or a Path of one part, as argparse's type=Path gives) may name a shipped model
-    if not path.exists() and len(path.parts) == 1 and not path.is_absolute():
-        shipped = default_model_dir(path.name)
-        if (shipped / "config.json").is_file():
-            return shipped
-    return path
 
 
 THREADS_ENV = "FAIRSTREAM_INTRA_OP_THREADS"  # threads per session, overrides the automatic choice
