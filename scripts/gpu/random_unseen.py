@@ -1,7 +1,7 @@
 """Models on the randomly drawn items of the unseen label sets, with 95% bootstrap intervals.
 
     NLTK_DATA=../shared/data/nltk_data python scripts/gpu/random_unseen.py \
-        --model joint-v4 --model joint-v3 [--model soft:FILE ...] [--json OUT.json]
+        --model joint-v4 --model joint-v3 [--model soft:FILE ...] [--labels FILE ...] [--json OUT.json]
 
 The round-7 hold-out (``labels/heldout-text-r7.jsonl``) and round 10 (``labels/text-r10.jsonl``)
 were mostly chosen where models disagreed or were unsure, which makes them hard and favours no one
@@ -10,7 +10,9 @@ pool (``selected_as == "random"``: 92 and 200 real forum / Wikipedia mentions). 
 trained on either file, so their random items together are the closest thing here to the unseen text
 issue 16's goals are judged on. Reports each model's WSD kappa, regard macro-F1 and negative F1 /
 precision / recall on them (pooled, and per file), with percentile intervals over 2,000 resamples.
-Only for models that never trained on these files (a model trained with round 10 must not be scored).
+Only for models that never trained on these files (a model trained with round 10 must not be scored
+on it: ``--labels labels/heldout-text-r7.jsonl --labels labels/text-r11.jsonl`` scores joint-v5 on
+the hold-out's and round 11's random items, 92 + 165).
 """
 
 from __future__ import annotations
@@ -59,10 +61,16 @@ def with_interval(pairs: list, wsd: np.ndarray, reg: np.ndarray, n_boot: int) ->
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", action="append", required=True, help="model folder, shipped name or soft:FILE")
+    ap.add_argument(
+        "--labels",
+        type=Path,
+        action="append",
+        help="a stand-off label file whose random items to score (repeatable; default: the hold-out and round 10)",
+    )
     ap.add_argument("--bootstrap", type=int, default=2000)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    per_file = {path.name: random_items(path) for path in FILES}
+    per_file = {path.name: random_items(path) for path in args.labels or FILES}
     sets = {**per_file, "pooled": [p for items in per_file.values() for p in items]}
     out: dict = {"n": {name: len(items) for name, items in sets.items()}, "models": {}}
     for spec in args.model:
