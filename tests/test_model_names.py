@@ -62,3 +62,26 @@ def test_cli_filter_takes_a_shipped_name_and_says_which_model_ran(tmp_path, caps
         c = stats["counters"]
         assert c["docs_in"] == 20 and c["docs_out"] + c.get("docs_dropped", 0) == 20
         assert stats["run"]["model"] == expected
+
+
+def test_help_texts_list_every_shipped_model_default_first_without_loading_numpy():
+    import subprocess
+    import sys
+
+    from fairstream.models.names import shipped_models_text
+
+    text = shipped_models_text()
+    assert text.startswith(f"{DEFAULT_MODEL} (default), ")
+    assert sorted(text.replace(" (default)", "").split(", ")) == shipped_model_names()
+    # the CLI builds these help texts at start-up: listing the models must not load the runtime
+    code = "import sys, fairstream.cli; print('numpy' in sys.modules, 'onnxruntime' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+    help_text = subprocess.run(
+        [sys.executable, "-m", "fairstream", "eval-models", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    unwrapped = "".join(help_text.split())  # argparse wraps lines, at hyphens too
+    assert all(name in unwrapped for name in shipped_model_names())
