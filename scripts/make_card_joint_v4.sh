@@ -7,11 +7,7 @@
 #   session8-heldout-r7-v2-vs-v3.json                ... --a joint-v2 --b joint-v3
 #   session11-eval-sample-v4.json                    fairstream eval-models --labels <sample corpus as pairs> --json
 # $1 (default export/sweeps): another folder holding files of these names.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-R=${1:-export/sweeps}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+source "$(dirname "$0")/card_common.sh"  # strict mode, cd to the root, R, TMP, diff_of
 # the card's unseen-text rows, named for readers, from the paired comparisons (same items, same scorer)
 .venv/bin/python scripts/card_rows.py rows "$TMP/heldout-r7-card.json" \
   "joint-v4 (int8, this model)=$R/session11-cmp-heldout-v3-v4.json@b" \
