@@ -558,6 +558,7 @@ def main() -> None:
     hf_tok.save_pretrained(args.out / "tokenizer")
     model.cpu()
     model.encoder.config.save_pretrained(args.out / "encoder_config")  # type: ignore[union-attr,operator]
+    soft_files = [str(p) for p in args.soft_labels]
     meta = {
         "encoder": str(args.encoder),
         "max_length": args.max_length,
@@ -575,12 +576,8 @@ def main() -> None:
         "pooling": args.pooling,
         "encoder_layers": args.encoder_layers,  # 0: all of the encoder's layers
         "left_out_label_files": sorted(args.leave_out),
-        # one file as a string (as every earlier config records it), several as a list
-        "soft_labels": (
-            [str(p) for p in args.soft_labels] if len(args.soft_labels) > 1 else str(args.soft_labels[0])
-        )
-        if args.soft_labels
-        else None,
+        # one file as a string (as every earlier config records it), several as a list, none as None
+        "soft_labels": soft_files[0] if len(soft_files) == 1 else soft_files or None,
         "soft_labelled_pairs": len(soft) if soft is not None else 0,
         "distill_pool": [str(p) for p in args.distill_pool],
         "distill_weight": args.distill_weight if soft is not None else None,

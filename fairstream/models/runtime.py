@@ -30,7 +30,6 @@ from fairstream.models.names import (  # noqa: F401  (re-exported: runtime was t
     default_model_dir,
     resolve_model_dir,
     shipped_model_names,
-    shipped_models_text,
 )
 
 logger = logging.getLogger(__name__)
