@@ -29,9 +29,23 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=8)
     ap.add_argument("--out", type=Path, default=ROOT / "runs/parity/unseen-3000.jsonl")
+    ap.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a label file not to leave out, by name (repeatable): redraws a pool made before that round, "
+        "e.g. --ignore text-r10.jsonl --ignore text-r11.jsonl for unseen-3000-s9.jsonl",
+    )
     args = ap.parse_args()
+    label_files = [*sorted((ROOT / "labels").glob("text-*.jsonl")), ROOT / "labels/heldout-text-r7.jsonl"]
+    unknown = sorted(set(args.ignore) - {p.name for p in label_files})
+    if unknown:
+        ap.error(
+            f"--ignore {unknown[0]}: not a label file; choose from {', '.join(p.name for p in label_files)}"
+        )
     labelled = set()
-    for path in [*sorted((ROOT / "labels").glob("text-*.jsonl")), ROOT / "labels/heldout-text-r7.jsonl"]:
+    for path in [p for p in label_files if p.name not in args.ignore]:
         with path.open(encoding="utf-8") as f:
             labelled |= {key(json.loads(line)) for line in f if line.strip()}
     with args.unseen.open(encoding="utf-8") as f:
