@@ -88,10 +88,35 @@ def sheng_pairs(path: Path, taxonomy: Taxonomy, seed: int) -> list[LabelledPair]
     return out
 
 
+def label_round(path: Path) -> int | None:
+    """The labelling round a file's records carry (``"round"``: the text rounds 6, 8, 9, ...), else None.
+
+    A file holds one round; a file mixing rounds counts as its latest, so ``--max-round`` never reads
+    a record newer than asked for.
+    """
+    rounds = set()
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                value = json.loads(line).get("round")
+                if value is not None:
+                    rounds.add(int(value))
+    return max(rounds) if rounds else None
+
+
 def label_files(args: argparse.Namespace, pattern: str) -> list[Path]:
-    """The files of ``--labels-dir`` matching ``pattern``, without those named by ``--leave-out``."""
+    """The files of ``--labels-dir`` matching ``pattern``, without those named by ``--leave-out`` and
+    those of a labelling round after ``--max-round``."""
     leave_out = set(getattr(args, "leave_out", None) or [])
-    return [p for p in sorted(args.labels_dir.glob(pattern)) if p.name not in leave_out]
+    max_round = getattr(args, "max_round", None)
+    out = []
+    for path in sorted(args.labels_dir.glob(pattern)):
+        if path.name in leave_out:
+            continue
+        if max_round is not None and (label_round(path) or 0) > max_round:
+            continue
+        out.append(path)
+    return out
 
 
 def check_leave_out(args: argparse.Namespace) -> None:
@@ -465,6 +490,14 @@ def main() -> None:
         "rebuild joint-v3, which predates round 9",
     )
     ap.add_argument(
+        "--max-round",
+        type=int,
+        metavar="N",
+        help="leave out every label file of a labelling round after N (its records' round field: the "
+        "real-text rounds 6, 8, 9, ...), so a model rebuilds as it was before later rounds, e.g. 10 for "
+        "joint-v5; files without a round (corpus, written, dev) are always read",
+    )
+    ap.add_argument(
         "--with-bias-labels",
         action="store_true",
         help="also train on labels/bias-*.jsonl (CrowS-Pairs/StereoSet; no dev gain measured)",
@@ -576,6 +609,7 @@ def main() -> None:
         "pooling": args.pooling,
         "encoder_layers": args.encoder_layers,  # 0: all of the encoder's layers
         "left_out_label_files": sorted(args.leave_out),
+        "max_round": args.max_round,
         # one file as a string (as every earlier config records it), several as a list, none as None
         "soft_labels": soft_files[0] if len(soft_files) == 1 else soft_files or None,
         "soft_labelled_pairs": len(soft) if soft is not None else 0,

@@ -59,6 +59,41 @@ def test_leave_out_drops_a_label_file_by_name_and_a_wrong_name_is_an_error(tmp_p
         check_leave_out(argparse.Namespace(**base, leave_out=["text-r9.jsonl"]))
 
 
+def test_max_round_leaves_out_later_labelling_rounds_and_keeps_files_without_a_round(tmp_path):
+    """``--max-round 10`` rebuilds a model from before rounds 11 and 12 without naming each later file."""
+    import json
+
+    from export.train import build_training_set, label_files, label_round
+    from fairstream.taxonomy import Taxonomy
+
+    for name, uid, rnd in (("written-a-v1.jsonl", "w1", None), ("written-r10.jsonl", "t10", 10),
+                           ("written-r11.jsonl", "t11", 11)):  # fmt: skip
+        _written(tmp_path / name, uid)
+        if rnd is not None:
+            rec = json.loads((tmp_path / name).read_text(encoding="utf-8"))
+            (tmp_path / name).write_text(json.dumps({**rec, "round": rnd}) + "\n", encoding="utf-8")
+    assert (
+        label_round(tmp_path / "written-r11.jsonl") == 11
+        and label_round(tmp_path / "written-a-v1.jsonl") is None
+    )
+    base = dict(labels_dir=tmp_path, corpus=tmp_path, packages=tmp_path, without_text_labels=False,
+                with_dev_documents=False, dump_pairs=None, with_bias_labels=False, sheng=tmp_path / "none.tsv",
+                include_dev=False, dev_folds=0, fold=0, seed=0, counterfactual=0, leave_out=[])  # fmt: skip
+    taxonomy = Taxonomy.default()
+
+    def uids(**kw):
+        return sorted(p.uid for p in build_training_set(argparse.Namespace(**base, **kw), taxonomy))
+
+    assert uids(max_round=None) == ["t10", "t11", "w1"]
+    assert uids(max_round=10) == ["t10", "w1"]
+    assert uids(max_round=9) == ["w1"]
+    # --leave-out still applies beside it
+    kept = label_files(
+        argparse.Namespace(**{**base, "leave_out": ["written-r10.jsonl"]}, max_round=11), "written-*"
+    )
+    assert [p.name for p in kept] == ["written-a-v1.jsonl", "written-r11.jsonl"]
+
+
 def test_encoder_layers_keep_evenly_spaced_pretrained_layers_and_the_run_rebuilds_them(tmp_path):
     import json
 
