@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from batches import entropy, score_candidates
+from batches import score_candidates, score_record, write_scored
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -43,29 +43,21 @@ def main() -> None:
     teacher = {s["cid"]: s for s in map(json.loads, (args.round8 / "scored.jsonl").open(encoding="utf-8"))}
     model = JointModel(args.model)
     p_wsd_yes, p_reg = score_candidates(model, cands)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with (
-        (args.out / "candidates.jsonl").open("w", encoding="utf-8") as fc,
-        (args.out / "scored.jsonl").open("w", encoding="utf-8") as fs,
-    ):
-        for c, s_yes, s_reg in zip(cands, p_wsd_yes, p_reg, strict=True):
-            t = teacher[c["cid"]]
-            p_yes = (t["p_wsd_yes"] + s_yes) / 2
-            p_regard = [round((a + b) / 2, 5) for a, b in zip(t["p_regard"], s_reg, strict=True)]
-            fc.write(json.dumps(c) + "\n")
-            rec = {
-                "cid": c["cid"],
-                "p_wsd_yes": round(p_yes, 5),
-                "p_regard": p_regard,
-                "regard_entropy": round(entropy(p_regard), 5),
-                "person": p_yes >= 0.5,
-                "p_wsd_yes_teacher": t["p_wsd_yes"],
-                "p_regard_teacher": t["p_regard"],
-                "p_wsd_yes_student": round(s_yes, 5),
-                "p_regard_student": [round(x, 5) for x in s_reg],
-                "model": f"mean of {t['model']} and {model.name}",
-            }
-            fs.write(json.dumps(rec) + "\n")
+    records = []
+    for c, s_yes, s_reg in zip(cands, p_wsd_yes, p_reg, strict=True):
+        t = teacher[c["cid"]]
+        p_yes = (t["p_wsd_yes"] + s_yes) / 2
+        p_regard = [(a + b) / 2 for a, b in zip(t["p_regard"], s_reg, strict=True)]
+        extra = {
+            "p_wsd_yes_teacher": t["p_wsd_yes"],
+            "p_regard_teacher": t["p_regard"],
+            "p_wsd_yes_student": round(s_yes, 5),
+            "p_regard_student": [round(x, 5) for x in s_reg],
+        }
+        records.append(
+            score_record(c["cid"], p_yes, p_regard, f"mean of {t['model']} and {model.name}", **extra)
+        )
+    write_scored(args.out, cands, records)
     print(f"{args.out}: {len(cands)} candidates scored by {t['model']} + {model.name}")
 
 

@@ -22,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-from batches import entropy, score_candidates
+from batches import score_candidates, score_record, write_scored
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -43,7 +43,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "runs/round10")
     ap.add_argument("--model", default="joint-v4", help="a shipped name or a model folder")
     args = ap.parse_args()
-    labelled = {json.loads(line)["cid"] for line in (args.previous / "selection.jsonl").open(encoding="utf-8")}
+    labelled = {
+        json.loads(line)["cid"] for line in (args.previous / "selection.jsonl").open(encoding="utf-8")
+    }
     parity_docs = {
         (r["source"], str(r["doc_id"]))
         for path in sorted((ROOT / "runs/parity").glob("unseen-*.jsonl"))
@@ -56,23 +58,11 @@ def main() -> None:
     ]  # fmt: skip
     model = JointModel(args.model)
     p_wsd_yes, p_reg = score_candidates(model, cands)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with (
-        (args.out / "candidates.jsonl").open("w", encoding="utf-8") as fc,
-        (args.out / "scored.jsonl").open("w", encoding="utf-8") as fs,
-    ):
-        for c, p_yes, pr in zip(cands, p_wsd_yes, p_reg, strict=True):
-            p_regard = [round(x, 5) for x in pr]
-            fc.write(json.dumps(c) + "\n")
-            rec = {
-                "cid": c["cid"],
-                "p_wsd_yes": round(p_yes, 5),
-                "p_regard": p_regard,
-                "regard_entropy": round(entropy(p_regard), 5),
-                "person": p_yes >= 0.5,
-                "model": model.name,
-            }
-            fs.write(json.dumps(rec) + "\n")
+    records = [
+        score_record(c["cid"], p_yes, pr, model.name)
+        for c, p_yes, pr in zip(cands, p_wsd_yes, p_reg, strict=True)
+    ]
+    write_scored(args.out, cands, records)
     print(
         f"{args.out}: {len(cands)} candidates scored by {model.name} (of {len(all_cands)}: "
         f"{len(labelled)} labelled in {args.previous.name}, the rest of the difference in parity documents)"

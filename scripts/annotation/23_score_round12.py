@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from batches import entropy, score_candidates
+from batches import score_candidates, score_record, write_scored
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -63,23 +63,11 @@ def main() -> None:
     cands = [c for c in rows if mention_key(c) not in labelled and doc_key(c) not in held_docs]
     model = JointModel(args.model)
     p_wsd_yes, p_reg = score_candidates(model, cands)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with (
-        (args.out / "candidates.jsonl").open("w", encoding="utf-8") as fc,
-        (args.out / "scored.jsonl").open("w", encoding="utf-8") as fs,
-    ):
-        for c, p_yes, pr in zip(cands, p_wsd_yes, p_reg, strict=True):
-            p_regard = [round(x, 5) for x in pr]
-            fc.write(json.dumps(c) + "\n")
-            rec = {
-                "cid": c["cid"],
-                "p_wsd_yes": round(p_yes, 5),
-                "p_regard": p_regard,
-                "regard_entropy": round(entropy(p_regard), 5),
-                "person": p_yes >= 0.5,
-                "model": model.name,
-            }
-            fs.write(json.dumps(rec) + "\n")
+    records = [
+        score_record(c["cid"], p_yes, pr, model.name)
+        for c, p_yes, pr in zip(cands, p_wsd_yes, p_reg, strict=True)
+    ]
+    write_scored(args.out, cands, records)
     n_labelled = sum(mention_key(c) in labelled for c in rows)
     print(
         f"{args.out}: {len(cands)} candidates scored by {model.name} (of {len(rows)}: {n_labelled} labelled, "

@@ -23,7 +23,12 @@ def write_batches(items: list[dict], work: Path, nb: int, uid_prefix: str) -> No
     for b in range(nb):
         with (work / f"batch_{b}.jsonl").open("w") as f:
             for it in items[b::nb]:
-                f.write(json.dumps({"uid": it["uid"], "keyword": it["keyword"], "gloss": it["gloss"], "text": it["text"]}) + "\n")
+                f.write(
+                    json.dumps(
+                        {"uid": it["uid"], "keyword": it["keyword"], "gloss": it["gloss"], "text": it["text"]}
+                    )
+                    + "\n"
+                )
     json.dump(meta, (work / "meta.json").open("w"))
 
 
@@ -82,3 +87,29 @@ def score_candidates(model: Any, cands: list[dict]) -> tuple[list[float], list[l
     p_wsd, p_reg = softmax(wsd_logits.astype(np.float64)), softmax(regard_logits.astype(np.float64))
     yes = model.config["wsd_labels"].index("yes")
     return [float(pw[yes]) for pw in p_wsd], [[float(x) for x in pr] for pr in p_reg]
+
+
+def score_record(cid: int, p_yes: float, p_regard: list[float], model_name: str, **extra: Any) -> dict:
+    """One ``scored.jsonl`` row (what ``14_select_round6.py`` reads); ``extra`` fields go before ``model``."""
+    p_reg = [round(x, 5) for x in p_regard]
+    return {
+        "cid": cid,
+        "p_wsd_yes": round(p_yes, 5),
+        "p_regard": p_reg,
+        "regard_entropy": round(entropy(p_reg), 5),
+        "person": p_yes >= 0.5,
+        **extra,
+        "model": model_name,
+    }
+
+
+def write_scored(out: Path, cands: list[dict], records: list[dict]) -> None:
+    """``candidates.jsonl`` and ``scored.jsonl`` under ``out``, one line each per candidate, in order."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (
+        (out / "candidates.jsonl").open("w", encoding="utf-8") as fc,
+        (out / "scored.jsonl").open("w", encoding="utf-8") as fs,
+    ):
+        for c, rec in zip(cands, records, strict=True):
+            fc.write(json.dumps(c) + "\n")
+            fs.write(json.dumps(rec) + "\n")
