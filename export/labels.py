@@ -25,6 +25,22 @@ from fairstream.models.encoding import MentionInput
 from fairstream.models.labels import LabelledPair, check_labels
 
 
+def label_round(path: Path) -> int | None:
+    """The labelling round a file's records carry (``"round"``: the text rounds 6, 8, 9, ...), else None.
+
+    A file holds one round; a file mixing rounds counts as its latest, so ``--max-round`` never reads
+    a record newer than asked for.
+    """
+    rounds = set()
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                value = json.loads(line).get("round")
+                if value is not None:
+                    rounds.add(int(value))
+    return max(rounds) if rounds else None
+
+
 def load_standoff(path: str | Path, corpus_dir: str | Path) -> list[LabelledPair]:
     """Resolve a stand-off label file against the corpus folder it points into."""
     path, corpus_dir = Path(path), Path(corpus_dir)

@@ -32,7 +32,7 @@ from tqdm import tqdm
 from transformers import AutoTokenizer
 
 from export.config import TrainConfig
-from export.labels import load_bias_standoff, load_standoff, load_text_standoff
+from export.labels import label_round, load_bias_standoff, load_standoff, load_text_standoff
 from export.modeling import JointCrossEncoder
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.eval import score
@@ -86,22 +86,6 @@ def sheng_pairs(path: Path, taxonomy: Taxonomy, seed: int) -> list[LabelledPair]
             )
         )
     return out
-
-
-def label_round(path: Path) -> int | None:
-    """The labelling round a file's records carry (``"round"``: the text rounds 6, 8, 9, ...), else None.
-
-    A file holds one round; a file mixing rounds counts as its latest, so ``--max-round`` never reads
-    a record newer than asked for.
-    """
-    rounds = set()
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                value = json.loads(line).get("round")
-                if value is not None:
-                    rounds.add(int(value))
-    return max(rounds) if rounds else None
 
 
 def label_files(args: argparse.Namespace, pattern: str) -> list[Path]:

@@ -1,6 +1,6 @@
 """Pick unlabelled real mentions for int8-vs-fp32 parity: text no label file holds and no model trained on.
 
-    python scripts/unseen_parity_pool.py [--n 3000] [--seed 8] [--out runs/parity/unseen-3000.jsonl]
+    python scripts/unseen_parity_pool.py [--n 3000] [--seed 8] [--max-round N] [--out runs/parity/unseen-3000.jsonl]
 
 Draws ``--n`` mentions at random from round 6's unseen pool (``runs/round6/unseen.jsonl``, written by
 ``scripts/annotation/12_extract_round6_candidates.py``), leaving out every mention that a
@@ -14,9 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from export.labels import label_round  # noqa: E402
 
 
 def key(rec: dict) -> tuple[str, str, int]:
@@ -34,8 +38,14 @@ def main() -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="a label file not to leave out, by name (repeatable): redraws a pool made before that round, "
-        "e.g. --ignore text-r10.jsonl --ignore text-r11.jsonl for unseen-3000-s9.jsonl",
+        help="a label file not to leave out, by name (repeatable): redraws a pool made before that file existed",
+    )
+    ap.add_argument(
+        "--max-round",
+        type=int,
+        metavar="N",
+        help="leave out only the labels of rounds up to N: redraws the pool as it was drawn after round N "
+        "(--max-round 9: unseen-3000-s9.jsonl; --max-round 8: unseen-3000.jsonl)",
     )
     args = ap.parse_args()
     label_files = [*sorted((ROOT / "labels").glob("text-*.jsonl")), ROOT / "labels/heldout-text-r7.jsonl"]
@@ -44,6 +54,8 @@ def main() -> None:
         ap.error(
             f"--ignore {unknown[0]}: not a label file; choose from {', '.join(p.name for p in label_files)}"
         )
+    if args.max_round is not None:
+        label_files = [p for p in label_files if (label_round(p) or 0) <= args.max_round]
     labelled = set()
     for path in [p for p in label_files if p.name not in args.ignore]:
         with path.open(encoding="utf-8") as f:

@@ -63,7 +63,8 @@ def test_max_round_leaves_out_later_labelling_rounds_and_keeps_files_without_a_r
     """``--max-round 10`` rebuilds a model from before rounds 11 and 12 without naming each later file."""
     import json
 
-    from export.train import build_training_set, label_files, label_round
+    from export.labels import label_round
+    from export.train import build_training_set, label_files
     from fairstream.taxonomy import Taxonomy
 
     for name, uid, rnd in (("written-a-v1.jsonl", "w1", None), ("written-r10.jsonl", "t10", 10),

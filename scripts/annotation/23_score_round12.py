@@ -1,9 +1,7 @@
 """Round 12 (issue 16, item 3): every still-unlabelled mention of round 6's unseen pool, scored by a model.
 
-    python scripts/unseen_parity_pool.py --seed 8 --ignore text-r9.jsonl --ignore text-r10.jsonl \
-        --ignore text-r11.jsonl --out runs/parity/unseen-3000.jsonl
-    python scripts/unseen_parity_pool.py --seed 8 --ignore text-r10.jsonl --ignore text-r11.jsonl \
-        --out runs/parity/unseen-3000-s9.jsonl
+    python scripts/unseen_parity_pool.py --max-round 8 --out runs/parity/unseen-3000.jsonl
+    python scripts/unseen_parity_pool.py --max-round 9 --out runs/parity/unseen-3000-s9.jsonl
     python scripts/annotation/23_score_round12.py [--out runs/round12] [--model joint-v5]
     python scripts/annotation/14_select_round6.py --dir runs/round12 --round 12 --seed 12 \
         --n-negative 800 --n-uncertain 600 --n-random 200
