@@ -22,12 +22,10 @@ import json
 import sys
 from pathlib import Path
 
-from batches import score_candidates, score_record, write_scored
+from batches import score_and_write
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-from fairstream.models.runtime import JointModel  # noqa: E402
 
 
 def main() -> None:
@@ -56,15 +54,9 @@ def main() -> None:
         c for c in all_cands
         if c["cid"] not in labelled and (c["source"], str(c["doc_id"])) not in parity_docs
     ]  # fmt: skip
-    model = JointModel(args.model)
-    p_wsd_yes, p_reg = score_candidates(model, cands)
-    records = [
-        score_record(c["cid"], p_yes, pr, model.name)
-        for c, p_yes, pr in zip(cands, p_wsd_yes, p_reg, strict=True)
-    ]
-    write_scored(args.out, cands, records)
+    model_name = score_and_write(args.model, cands, args.out)
     print(
-        f"{args.out}: {len(cands)} candidates scored by {model.name} (of {len(all_cands)}: "
+        f"{args.out}: {len(cands)} candidates scored by {model_name} (of {len(all_cands)}: "
         f"{len(labelled)} labelled in {args.previous.name}, the rest of the difference in parity documents)"
     )
 

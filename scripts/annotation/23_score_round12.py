@@ -23,12 +23,10 @@ import json
 import sys
 from pathlib import Path
 
-from batches import score_candidates, score_record, write_scored
+from batches import score_and_write
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-from fairstream.models.runtime import JointModel  # noqa: E402
 
 
 def mention_key(rec: dict) -> tuple[str, str, int, int]:
@@ -59,16 +57,10 @@ def main() -> None:
     held_docs = {doc_key(r) for r in heldout} | {doc_key(r) for p in parity_files for r in read_jsonl(p)}
     rows = read_jsonl(args.unseen)
     cands = [c for c in rows if mention_key(c) not in labelled and doc_key(c) not in held_docs]
-    model = JointModel(args.model)
-    p_wsd_yes, p_reg = score_candidates(model, cands)
-    records = [
-        score_record(c["cid"], p_yes, pr, model.name)
-        for c, p_yes, pr in zip(cands, p_wsd_yes, p_reg, strict=True)
-    ]
-    write_scored(args.out, cands, records)
+    model_name = score_and_write(args.model, cands, args.out)
     n_labelled = sum(mention_key(c) in labelled for c in rows)
     print(
-        f"{args.out}: {len(cands)} candidates scored by {model.name} (of {len(rows)}: {n_labelled} labelled, "
+        f"{args.out}: {len(cands)} candidates scored by {model_name} (of {len(rows)}: {n_labelled} labelled, "
         f"{len(rows) - len(cands) - n_labelled} more in hold-out or parity documents; "
         f"parity pools: {', '.join(p.name for p in parity_files)})"
     )

@@ -113,3 +113,17 @@ def write_scored(out: Path, cands: list[dict], records: list[dict]) -> None:
         for c, rec in zip(cands, records, strict=True):
             fc.write(json.dumps(c) + "\n")
             fs.write(json.dumps(rec) + "\n")
+
+
+def score_and_write(model_spec: str, cands: list[dict], out: Path) -> str:
+    """Score ``cands`` with one model (a shipped name or a folder) and write both files; returns its name."""
+    from fairstream.models.runtime import JointModel
+
+    model = JointModel(model_spec)
+    p_wsd_yes, p_reg = score_candidates(model, cands)
+    records = [
+        score_record(c["cid"], p_yes, pr, model.name)
+        for c, p_yes, pr in zip(cands, p_wsd_yes, p_reg, strict=True)
+    ]
+    write_scored(out, cands, records)
+    return str(model.name)
