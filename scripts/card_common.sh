@@ -8,4 +8,4 @@ R=${1:-export/sweeps}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 diff_of() { .venv/bin/python scripts/card_rows.py diff "$R/$1"; }
-score_of() { .venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["all"][sys.argv[2]]["b"])' "$R/$1" "$2"; }
+score_of() { .venv/bin/python scripts/card_rows.py score "$R/$1" "$2"; }

@@ -2,6 +2,7 @@
 
     python scripts/card_rows.py rows OUT.json "NAME=FILE@a" "NAME=FILE@b" ...   # export.model_card --unseen
     python scripts/card_rows.py diff FILE                    # "WSD kappa +0.001 (-0.029, 0.034), ..." (b - a)
+    python scripts/card_rows.py score FILE METRIC            # side b's score on all items, e.g. regard_macro_f1
     python scripts/card_rows.py speed MODEL BASELINE         # from benchmarks/results/shipped-models.json
 
 ``rows`` takes one side (``a`` or ``b``) of each comparison file as a table row named NAME, so
@@ -66,6 +67,9 @@ def main() -> None:
     rows.add_argument("specs", nargs="+", metavar="NAME=FILE@SIDE")
     diff = sub.add_parser("diff", help="print b - a with intervals")
     diff.add_argument("file", type=Path)
+    score = sub.add_parser("score", help="print side b's score on all items")
+    score.add_argument("file", type=Path)
+    score.add_argument("metric", choices=TABLE_METRICS)
     speed = sub.add_parser("speed", help="print a model's model-stage speed beside a baseline's")
     speed.add_argument("model")
     speed.add_argument("baseline")
@@ -82,6 +86,8 @@ def main() -> None:
         args.out.write_text(json.dumps(table, indent=1))
     elif args.command == "diff":
         print(diff_text(args.file))
+    elif args.command == "score":
+        print(side(args.file, "b")["all"][args.metric])
     else:
         print(speed_text(args.model, args.baseline, args.results))
 

@@ -34,13 +34,6 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=8)
     ap.add_argument("--out", type=Path, default=ROOT / "runs/parity/unseen-3000.jsonl")
     ap.add_argument(
-        "--ignore",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a label file not to leave out, by name (repeatable): redraws a pool made before that file existed",
-    )
-    ap.add_argument(
         "--max-round",
         type=int,
         metavar="N",
@@ -49,15 +42,10 @@ def main() -> None:
     )
     args = ap.parse_args()
     label_files = [*sorted((ROOT / "labels").glob("text-*.jsonl")), ROOT / "labels/heldout-text-r7.jsonl"]
-    unknown = sorted(set(args.ignore) - {p.name for p in label_files})
-    if unknown:
-        ap.error(
-            f"--ignore {unknown[0]}: not a label file; choose from {', '.join(p.name for p in label_files)}"
-        )
     if args.max_round is not None:
         label_files = [p for p in label_files if (label_round(p) or 0) <= args.max_round]
     labelled = set()
-    for path in [p for p in label_files if p.name not in args.ignore]:
+    for path in label_files:
         with path.open(encoding="utf-8") as f:
             labelled |= {key(json.loads(line)) for line in f if line.strip()}
     with args.unseen.open(encoding="utf-8") as f:

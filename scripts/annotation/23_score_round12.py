@@ -19,7 +19,6 @@ existed then, redrawn exactly). The model alone scores, as in rounds 10 and 11.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,6 +27,8 @@ from batches import score_and_write
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from fairstream.io import read_jsonl  # noqa: E402
+
 
 def mention_key(rec: dict) -> tuple[str, str, int, int]:
     return rec["source"], str(rec["doc_id"]), int(rec["sent_start"]), int(rec["kw_start"])
@@ -35,11 +36,6 @@ def mention_key(rec: dict) -> tuple[str, str, int, int]:
 
 def doc_key(rec: dict) -> tuple[str, str]:
     return rec["source"], str(rec["doc_id"])
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def main() -> None:
@@ -51,11 +47,11 @@ def main() -> None:
     parity_files = sorted((ROOT / "runs/parity").glob("unseen-*.jsonl"))
     if not parity_files:
         ap.error("no runs/parity/unseen-*.jsonl: draw the parity pools first (see the docstring)")
-    heldout = read_jsonl(ROOT / "labels/heldout-text-r7.jsonl")
+    heldout = list(read_jsonl(ROOT / "labels/heldout-text-r7.jsonl"))
     labelled = {mention_key(r) for p in sorted((ROOT / "labels").glob("text-*.jsonl")) for r in read_jsonl(p)}
     labelled |= {mention_key(r) for r in heldout}
     held_docs = {doc_key(r) for r in heldout} | {doc_key(r) for p in parity_files for r in read_jsonl(p)}
-    rows = read_jsonl(args.unseen)
+    rows = list(read_jsonl(args.unseen))
     cands = [c for c in rows if mention_key(c) not in labelled and doc_key(c) not in held_docs]
     model_name = score_and_write(args.model, cands, args.out)
     n_labelled = sum(mention_key(c) in labelled for c in rows)
