@@ -339,6 +339,10 @@ def fit(
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm))
     )
+    # bf16 autocast keeps fp32 master weights, so the saved model and its export are as with fp32
+    autocast = torch.autocast(
+        device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=hp.precision == "bf16"
+    )
     step = 0
     bar = tqdm(total=total, desc="train", unit="step", disable=quiet)
     while step < total:
@@ -347,7 +351,10 @@ def fit(
                 break
             model.train()
             feeds = {k: v.to(device) for k, v in tensors(tokenizer, batch, hp.max_length).items()}
-            w_logits, r_logits = model(**feeds)
+            with autocast:
+                w_logits, r_logits = model(**feeds)
+            # losses in fp32 whatever the forward pass ran in
+            w_logits, r_logits = w_logits.float(), r_logits.float()
             if soft is not None:
                 loss = distilled_loss(w_logits, r_logits, batch, soft_of, reg_w, hp)
             else:
@@ -592,6 +599,7 @@ def main() -> None:
         "regard_weight": args.regard_weight,
         "pooling": args.pooling,
         "encoder_layers": args.encoder_layers,  # 0: all of the encoder's layers
+        "precision": args.precision,
         "left_out_label_files": sorted(args.leave_out),
         "max_round": args.max_round,
         # one file as a string (as every earlier config records it), several as a list, none as None

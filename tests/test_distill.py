@@ -191,3 +191,21 @@ def test_teacher_labels_a_pool_and_a_student_learns_them(monkeypatch, tmp_path, 
     s_wsd, _ = predict(student, backend, unlabelled, 48)
     # no gold label was seen by the student: its senses follow the teacher's
     assert (t_wsd.argmax(1) == s_wsd.argmax(1)).mean() >= 0.9
+
+
+def test_bf16_training_learns_as_fp32_does_and_keeps_fp32_weights(tmp_path, tiny_encoder, gold_pairs):  # noqa: F811
+    """``--precision bf16`` (autocast) is a faster way to the same model: fp32 master weights, same decisions."""
+    hp = TrainConfig(epochs=30, lr=1e-3, batch_size=4, max_length=48, seed=3)
+    fp32, backend = train_tiny_run(tiny_encoder, gold_pairs, hp, tmp_path / "fp32")
+    bf16, _ = train_tiny_run(tiny_encoder, gold_pairs, TrainConfig(**{**hp.to_dict(), "precision": "bf16"}),
+                             tmp_path / "bf16")  # fmt: skip
+    assert all(p.dtype == torch.float32 for p in bf16.parameters())
+    # the bf16 forward really ran: same seed and batches, yet not the same weights
+    assert any(not torch.equal(a, b) for a, b in zip(fp32.parameters(), bf16.parameters(), strict=True))
+    gold = np.array([p.wsd == "yes" for p in gold_pairs])
+    (w32, r32), (w16, r16) = (predict(m, backend, gold_pairs, 48) for m in (fp32, bf16))
+    assert ((w16[:, 1] >= 0.5) == gold).mean() >= 0.9  # it learned the training labels
+    assert ((w32[:, 1] >= 0.5) == (w16[:, 1] >= 0.5)).mean() >= 0.9
+    assert (r32.argmax(1) == r16.argmax(1)).mean() >= 0.8
+    with pytest.raises(ValueError, match=r"^precision='fp16' is not allowed \(.*fp32, or bf16"):
+        TrainConfig(precision="fp16")
