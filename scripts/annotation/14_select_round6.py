@@ -26,13 +26,13 @@ import collections
 import json
 import math
 import random
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BATCH_FIELDS = [
-    "uid", "text", "keyword", "class", "gloss",
-    "source", "doc_id", "sent_start", "sent_end", "kw_start", "kw_end",
-]  # fmt: skip
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from batches import BATCH_FIELDS  # noqa: E402
 
 
 def main() -> None:

@@ -13,6 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# what a round's batches/batch-XX.jsonl hold (14_select_round6.py, 24_split_round13.py): text and stand-off
+BATCH_FIELDS = [
+    "uid", "text", "keyword", "class", "gloss",
+    "source", "doc_id", "sent_start", "sent_end", "kw_start", "kw_end",
+]  # fmt: skip
+
 
 def write_batches(items: list[dict], work: Path, nb: int, uid_prefix: str) -> None:
     work.mkdir(parents=True, exist_ok=True)
