@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Regenerate fairstream/data/models/joint-v6/MODEL_CARD.md (export/README.md, "joint-v6") from the committed
+# comparisons in export/sweeps (each file records its --a/--b; export/EXPERIMENTS.md session 15):
+#   session15-cmp-heldout-v5-r13-s0.json        compare_models_heldout.py --a joint-v5 --b joint-v6 (the seed-0 export)
+#   session15-cmp-heldout-v5-r13-s1.json        ... --b <the seed-1 export of the same recipe>
+#   session15-cmp-{sample,r14,r15}-v5-r13-s{0,1}.json   the same on the sample corpus (--labels) and judges 14 and 15 (--standoff)
+#   session13-eval-sample-v5.json               fairstream eval-models --model joint-v5 --labels <...> --json (the sample set's layout)
+# $1 (default export/sweeps): another folder holding files of these names.
+source "$(dirname "$0")/card_common.sh"  # strict mode, cd to the root, R, TMP, diff_of, score_of
+.venv/bin/python scripts/card_rows.py rows "$TMP/heldout-r7-card.json" \
+  "joint-v6 (int8, this model)=$R/session15-cmp-heldout-v5-r13-s0.json@b" \
+  "the same recipe, seed 1 (int8, not shipped)=$R/session15-cmp-heldout-v5-r13-s1.json@b" \
+  "joint-v5 (int8, the default)=$R/session15-cmp-heldout-v5-r13-s0.json@a"
+NO_CV="As joint-v4 and joint-v5 (their cards say why: this recipe's dev CV needs five MPNet teachers that each never saw one fold, a GPU job; no GPU has been lent since session 6). joint-v6 is joint-v5's recipe with four more real label rounds in its training files: rounds 11 and 12 (2,765 forum mentions, 1,082 negative; the MPNet teacher's out-of-sample logits on round 11) and round 13 (1,200 news, Wikipedia and review mentions, 589 of them not a person; gold labels only). The estimates are the unseen sets below, each paired with joint-v5 and a second seed. \`fairstream eval-models\` on the dev set shows training-set numbers for this model."
+NOTE_UNSEEN="The round-7 hold-out (labels/heldout-text-r7.jsonl): 1,383 real forum and Wikipedia mentions (RedditBias, BOLD) that no model trained on, 272 negative, mostly chosen where older models disagreed. joint-v6 minus joint-v5 (paired bootstrap 95% intervals): $(diff_of session15-cmp-heldout-v5-r13-s0.json); seed 1: $(diff_of session15-cmp-heldout-v5-r13-s1.json). Judge 15 (labels/heldout-random-r15.jsonl: 600 mentions drawn at random from BBC news, Wikipedia passages and plot summaries and IMDb reviews, 164 persons, 17 negative; second pass WSD kappa 1.00), the text this model's new labels target: WSD kappa $(score_of session15-cmp-r15-v5-r13-s0.json wsd_kappa), regard macro-F1 $(score_of session15-cmp-r15-v5-r13-s0.json regard_macro_f1), negative F1 $(score_of session15-cmp-r15-v5-r13-s0.json negative_f1); minus joint-v5: $(diff_of session15-cmp-r15-v5-r13-s0.json); seed 1: $(diff_of session15-cmp-r15-v5-r13-s1.json). Judge 14 (labels/heldout-random-r14.jsonl: 600 random forum mentions): WSD kappa $(score_of session15-cmp-r14-v5-r13-s0.json wsd_kappa), regard macro-F1 $(score_of session15-cmp-r14-v5-r13-s0.json regard_macro_f1), negative F1 $(score_of session15-cmp-r14-v5-r13-s0.json negative_f1); minus joint-v5: $(diff_of session15-cmp-r14-v5-r13-s0.json); seed 1: $(diff_of session15-cmp-r14-v5-r13-s1.json). The person decision on news and Wikipedia text improves (interval above zero at seed 0); on random forum text regard macro-F1 dips at both seeds (intervals just across zero), so this is not a better model everywhere."
+NOTE_SAMPLE="fairstream's own labelled sample corpus (498 mentions in 300 documents the project wrote; never trained on). Against joint-v5 on the same pairs: $(diff_of session15-cmp-sample-v5-r13-s0.json); seed 1: $(diff_of session15-cmp-sample-v5-r13-s1.json)."
+PYTHONPATH=$PWD .venv/bin/python -m export.model_card --model fairstream/data/models/joint-v6 \
+  --no-cv-reason "$NO_CV" --unseen "$TMP/heldout-r7-card.json" --unseen-note "$NOTE_UNSEEN" \
+  --notes "$NOTE_SAMPLE" > /dev/null
