@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from batches import BATCH_FIELDS  # noqa: E402
+from batches import write_selection_batches  # noqa: E402
 
 
 def main() -> None:
@@ -48,7 +48,10 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--round", type=int, default=6, help="uids are numbered rN-00001 ...")
     ap.add_argument(
-        "--pool-cap", type=float, default=1.0, help="share of a reason's quota one pool (forum/wiki/web) may take"
+        "--pool-cap",
+        type=float,
+        default=1.0,
+        help="share of a reason's quota one pool (forum/wiki/web) may take",
     )
     args = ap.parse_args()
     cands = {c["cid"]: c for c in map(json.loads, (args.dir / "candidates.jsonl").open(encoding="utf-8"))}
@@ -111,29 +114,21 @@ def main() -> None:
 
     sel = sorted(chosen)
     random.Random(args.seed + 1).shuffle(sel)
-    size = math.ceil(len(sel) / args.batches)
-    bdir = args.dir / "batches"
-    bdir.mkdir(parents=True, exist_ok=True)
-    with (args.dir / "selection.jsonl").open("w", encoding="utf-8") as fsel:
-        for b in range(args.batches):
-            part = sel[b * size : (b + 1) * size]
-            with (bdir / f"batch-{b + 1:02d}.jsonl").open("w", encoding="utf-8") as fb:
-                for k, cid in enumerate(part, start=b * size + 1):
-                    c, s = cands[cid], scores[cid]
-                    uid = f"r{args.round}-{k:05d}"
-                    fb.write(json.dumps({f: (uid if f == "uid" else c[f]) for f in BATCH_FIELDS}) + "\n")
-                    rec = dict(
-                        uid=uid,
-                        cid=cid,
-                        batch=b + 1,
-                        reason=chosen[cid],
-                        pool=c["pool"],
-                        p_wsd_yes=s["p_wsd_yes"],
-                        p_regard=s["p_regard"],
-                        regard_entropy=s["regard_entropy"],
-                        model=s["model"],
-                    )
-                    fsel.write(json.dumps(rec) + "\n")
+
+    def selection(c: dict) -> dict:
+        s = scores[c["cid"]]
+        return {
+            "reason": chosen[c["cid"]],
+            "pool": c["pool"],
+            "p_wsd_yes": s["p_wsd_yes"],
+            "p_regard": s["p_regard"],
+            "regard_entropy": s["regard_entropy"],
+            "model": s["model"],
+        }
+
+    size = write_selection_batches(
+        args.dir, [cands[cid] for cid in sel], f"r{args.round}-", args.batches, selection
+    )
     print(
         f"{len(sel)} selected into {args.batches} batches of <= {size}: {dict(collections.Counter(chosen.values()))}"
     )

