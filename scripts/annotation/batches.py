@@ -20,6 +20,12 @@ BATCH_FIELDS = [
 ]  # fmt: skip
 
 
+def mark_occurrence(text: str, start: int, end: int) -> str:
+    """``text`` with the occurrence the model reads (``text[start:end]``) marked ``[[...]]``: a sentence
+    may hold the keyword twice, and annotators must label the one the model reads."""
+    return f"{text[:start]}[[{text[start:end]}]]{text[end:]}"
+
+
 def write_selection_batches(
     out: Path, items: list[dict], uid_prefix: str, n_batches: int, selection: Callable[[dict], dict]
 ) -> int:
