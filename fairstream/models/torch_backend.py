@@ -293,7 +293,7 @@ def build_torch_model(
     """The ``JointCrossEncoder`` of a model folder as a torch module (fp32, eval mode, on CPU).
 
     Args:
-        model_dir: model folder or shipped model name (``None``: the shipped default, ``joint-v5``).
+        model_dir: model folder or shipped model name (``None``: the shipped default, ``joint-v6``).
         attn_implementation: transformers attention (``"sdpa"``, or ``"eager"`` for export).
         onnx_kind: which graph of ``config.json``'s ``onnx`` to read (default: fp32, fp16, then int8).
 
@@ -398,7 +398,7 @@ class TorchJointModel:
     into DataLoader workers).
 
     Args:
-        model_dir: model folder or shipped model name; ``None`` means the shipped default ``joint-v5``.
+        model_dir: model folder or shipped model name; ``None`` means the shipped default ``joint-v6``.
         device: a torch device string: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         dtype: ``"auto"`` (fp32 on CPU; bf16 on CUDA where supported, else fp16), ``"float32"``,
             ``"float16"`` or ``"bfloat16"``.
