@@ -46,6 +46,11 @@ def main() -> None:
         "--kw-cap", type=float, default=0.15, help="share of a reason's quota one keyword may take"
     )
     ap.add_argument("--batches", type=int, default=8)
+    ap.add_argument(
+        "--mark-occurrence",
+        action="store_true",
+        help="add text_marked (the read occurrence marked [[...]]) for the annotators; use it for new rounds",
+    )
     ap.add_argument("--round", type=int, default=6, help="uids are numbered rN-00001 ...")
     ap.add_argument(
         "--pool-cap",
@@ -127,7 +132,12 @@ def main() -> None:
         }
 
     size = write_selection_batches(
-        args.dir, [cands[cid] for cid in sel], f"r{args.round}-", args.batches, selection
+        args.dir,
+        [cands[cid] for cid in sel],
+        f"r{args.round}-",
+        args.batches,
+        selection,
+        args.mark_occurrence,
     )
     print(
         f"{len(sel)} selected into {args.batches} batches of <= {size}: {dict(collections.Counter(chosen.values()))}"

@@ -27,11 +27,18 @@ def mark_occurrence(text: str, start: int, end: int) -> str:
 
 
 def write_selection_batches(
-    out: Path, items: list[dict], uid_prefix: str, n_batches: int, selection: Callable[[dict], dict]
+    out: Path,
+    items: list[dict],
+    uid_prefix: str,
+    n_batches: int,
+    selection: Callable[[dict], dict],
+    mark: bool = False,
 ) -> int:
     """A round as rounds 6-16 stage it: ``items`` (candidates, in their final order) numbered
     ``{uid_prefix}00001`` ... and dealt in order into ``n_batches`` files ``out/batches/batch-XX.jsonl``
     (``BATCH_FIELDS``), and ``out/selection.jsonl`` (uid, cid, batch, then ``selection(item)``'s fields).
+    ``mark`` adds ``text_marked``, the sentence with the occurrence the model reads marked: what the
+    annotators should read (rounds up to 16 went without it; see ``25_stage_marked_relabel.py``).
     Returns the batch size."""
     size = math.ceil(len(items) / n_batches)
     (out / "batches").mkdir(parents=True, exist_ok=True)
@@ -40,7 +47,11 @@ def write_selection_batches(
             with (out / "batches" / f"batch-{b + 1:02d}.jsonl").open("w", encoding="utf-8") as fb:
                 for k, c in enumerate(items[b * size : (b + 1) * size], start=b * size + 1):
                     uid = f"{uid_prefix}{k:05d}"
-                    fb.write(json.dumps({f: (uid if f == "uid" else c[f]) for f in BATCH_FIELDS}) + "\n")
+                    row = {f: (uid if f == "uid" else c[f]) for f in BATCH_FIELDS}
+                    if mark:
+                        s0 = c["sent_start"]
+                        row["text_marked"] = mark_occurrence(c["text"], c["kw_start"] - s0, c["kw_end"] - s0)
+                    fb.write(json.dumps(row) + "\n")
                     fsel.write(
                         json.dumps({"uid": uid, "cid": c["cid"], "batch": b + 1, **selection(c)}) + "\n"
                     )
