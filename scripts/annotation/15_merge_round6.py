@@ -24,18 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 from export.labels import load_text_standoff  # noqa: E402
 
-FIELDS = [
-    "uid",
-    "source",
-    "doc_id",
-    "sent_start",
-    "sent_end",
-    "kw_start",
-    "kw_end",
-    "keyword",
-    "class",
-    "gloss",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from batches import STANDOFF_FIELDS  # noqa: E402
+
+FIELDS = STANDOFF_FIELDS
 
 
 def main() -> None:

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from sklearn.metrics import cohen_kappa_score, f1_score
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from batches import STANDOFF_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,21 +54,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w") as f:
         for s in second:
-            rec = {
-                k: first[s["uid"]][k]
-                for k in (
-                    "uid",
-                    "source",
-                    "doc_id",
-                    "sent_start",
-                    "sent_end",
-                    "kw_start",
-                    "kw_end",
-                    "keyword",
-                    "class",
-                    "gloss",
-                )
-            }
+            rec = {k: first[s["uid"]][k] for k in STANDOFF_FIELDS}
             rec.update(
                 wsd=s["wsd"], regard=s["regard"] if s["wsd"] == "yes" else None, annotator="r6-second-pass"
             )

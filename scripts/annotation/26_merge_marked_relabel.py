@@ -17,9 +17,13 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import sys
 from pathlib import Path
 
 from sklearn.metrics import cohen_kappa_score
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from batches import STANDOFF_FIELDS
 
 REPO = Path(__file__).resolve().parents[2]
 REGARDS = ("positive", "neutral", "negative")
@@ -101,21 +105,9 @@ def main() -> None:
     print("second pass vs relabel:", json.dumps(report))
     if not args.dry_run:
         args.checks_out.parent.mkdir(parents=True, exist_ok=True)
-        keep = (
-            "uid",
-            "source",
-            "doc_id",
-            "sent_start",
-            "sent_end",
-            "kw_start",
-            "kw_end",
-            "keyword",
-            "class",
-            "gloss",
-        )
         with args.checks_out.open("w", encoding="utf-8") as f:
             for u in second_uids:
-                rec = {k: records_by_uid[u][k] for k in keep}
+                rec = {k: records_by_uid[u][k] for k in STANDOFF_FIELDS}
                 a = second[u]
                 rec.update(wsd=a["wsd"], regard=a["regard"] if a["wsd"] == "yes" else None)
                 rec["annotator"] = "s16-relabel-second-pass"

@@ -13,6 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+# a stand-off label record's pointer fields (file, document, offsets, keyword), before its labels
+STANDOFF_FIELDS = [
+    "uid", "source", "doc_id", "sent_start", "sent_end", "kw_start", "kw_end", "keyword", "class", "gloss",
+]  # fmt: skip
+
 # what a round's batches/batch-XX.jsonl hold (write_selection_batches): text and stand-off
 BATCH_FIELDS = [
     "uid", "text", "keyword", "class", "gloss",
