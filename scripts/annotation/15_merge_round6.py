@@ -25,9 +25,9 @@ sys.path.insert(0, str(ROOT))
 from export.labels import load_text_standoff  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from batches import STANDOFF_FIELDS  # noqa: E402
+from batches import STANDOFF_FIELDS, read_batch_answers  # noqa: E402
 
-FIELDS = STANDOFF_FIELDS
+from fairstream.io import write_jsonl  # noqa: E402
 
 
 def main() -> None:
@@ -42,23 +42,14 @@ def main() -> None:
     records = []
     for batch in sorted((args.dir / "batches").glob("batch-*.jsonl")):
         items = [json.loads(line) for line in batch.open() if line.strip()]
-        answer_file = args.dir / "answers" / batch.name
-        answers = {a["uid"]: a for a in map(json.loads, filter(str.strip, answer_file.open()))}
-        missing = [it["uid"] for it in items if it["uid"] not in answers]
-        if missing:
-            raise SystemExit(f"{answer_file}: {len(missing)} items unanswered, e.g. {missing[:3]}")
+        answers = read_batch_answers(args.dir / "answers" / batch.name, [it["uid"] for it in items])
         for it in items:
             a = answers[it["uid"]]
-            if a["wsd"] not in ("yes", "no", "unsure"):
-                raise SystemExit(f"{answer_file}: {it['uid']}: wsd {a['wsd']!r}")
-            regard = a.get("regard") if a["wsd"] == "yes" else None
-            if a["wsd"] == "yes" and regard not in ("negative", "neutral", "positive"):
-                raise SystemExit(f"{answer_file}: {it['uid']}: regard {regard!r} for a person mention")
             sel = selection[it["uid"]]
-            rec = {k: it[k] for k in FIELDS}
+            rec = {k: it[k] for k in STANDOFF_FIELDS}
             rec.update(
                 wsd=a["wsd"],
-                regard=regard,
+                regard=a["regard"],
                 annotator=f"r{args.round}-helper-{batch.stem.split('-')[1]}",
                 round=args.round,
                 pool=sel["pool"],
@@ -66,9 +57,7 @@ def main() -> None:
             )
             records.append(rec)
     records.sort(key=lambda r: r["uid"])
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    tmp.replace(args.out)
+    write_jsonl(args.out, records)
     resolved = load_text_standoff(args.out, packages_dir=args.packages, corpus_dir=args.corpus)
     assert len(resolved) == len(records)
     counts: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)

@@ -23,21 +23,11 @@ from pathlib import Path
 from sklearn.metrics import cohen_kappa_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from batches import STANDOFF_FIELDS
+from batches import STANDOFF_FIELDS, read_batch_answers
+
+from fairstream.io import write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
-REGARDS = ("positive", "neutral", "negative")
-
-
-def read_answers(path: Path, uids: list[str] | None = None) -> dict[str, dict]:
-    answers = {a["uid"]: a for a in map(json.loads, filter(str.strip, path.open(encoding="utf-8")))}
-    for a in answers.values():
-        if a["wsd"] not in ("yes", "no", "unsure") or (a["wsd"] == "yes") != (a.get("regard") in REGARDS):
-            raise SystemExit(f"{path}: invalid answer {a}")
-    missing = [u for u in uids or [] if u not in answers]
-    if missing:
-        raise SystemExit(f"{path}: {len(missing)} answers missing (first: {missing[0]})")
-    return answers
 
 
 def main() -> None:
@@ -50,7 +40,7 @@ def main() -> None:
     new: dict[str, tuple[dict, str]] = {}
     for path in sorted((args.dir / "batches").glob("batch-*.jsonl")):
         uids = [json.loads(line)["uid"] for line in path.open()]
-        answers = read_answers(args.dir / "answers" / path.name, uids)
+        answers = read_batch_answers(args.dir / "answers" / path.name, uids, strict=True)
         for u in uids:
             new[u] = (answers[u], f"s16-relabel-{path.stem.split('-')[1]}")
     assert set(new) == {m["uid"] for m in meta}, "meta and batches disagree"
@@ -71,7 +61,7 @@ def main() -> None:
                 "wsd": rec["wsd"],
                 "regard": rec["regard"],
             }
-            after = {"wsd": answer["wsd"], "regard": answer["regard"] if answer["wsd"] == "yes" else None}
+            after = {"wsd": answer["wsd"], "regard": answer["regard"]}
             if after != before:
                 changes[f"{before['wsd']}/{before['regard']} -> {after['wsd']}/{after['regard']}"] += 1
             rec.update(after)
@@ -81,15 +71,11 @@ def main() -> None:
         for change, n in changes.most_common():
             print(f"    {n:3d}  {change}")
         if not args.dry_run:
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(
-                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
-            )
-            tmp.replace(path)
+            write_jsonl(path, records)
 
     second_path = args.dir / "answers-second-pass.jsonl"
     second_uids = [json.loads(line)["uid"] for line in (args.dir / "batches" / "second-pass.jsonl").open()]
-    second = read_answers(second_path, second_uids)
+    second = read_batch_answers(second_path, second_uids, strict=True)
     yes1 = [new[u][0]["wsd"] == "yes" for u in second_uids]
     yes2 = [second[u]["wsd"] == "yes" for u in second_uids]
     both = [u for u, a, b in zip(second_uids, yes1, yes2, strict=True) if a and b]
@@ -100,18 +86,24 @@ def main() -> None:
         "wsd_agreement": round(sum(a == b for a, b in zip(yes1, yes2, strict=True)) / len(second_uids), 3),
         "wsd_kappa": round(float(cohen_kappa_score(yes1, yes2)), 3),
         "regard_compared": len(both),
-        "regard_kappa": round(float(cohen_kappa_score(r1, r2, labels=list(REGARDS))), 3),
+        "regard_kappa": round(
+            float(cohen_kappa_score(r1, r2, labels=["negative", "neutral", "positive"])), 3
+        ),
     }
     print("second pass vs relabel:", json.dumps(report))
     if not args.dry_run:
-        args.checks_out.parent.mkdir(parents=True, exist_ok=True)
-        with args.checks_out.open("w", encoding="utf-8") as f:
-            for u in second_uids:
-                rec = {k: records_by_uid[u][k] for k in STANDOFF_FIELDS}
-                a = second[u]
-                rec.update(wsd=a["wsd"], regard=a["regard"] if a["wsd"] == "yes" else None)
-                rec["annotator"] = "s16-relabel-second-pass"
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        write_jsonl(
+            args.checks_out,
+            (
+                {
+                    **{k: records_by_uid[u][k] for k in STANDOFF_FIELDS},
+                    "wsd": second[u]["wsd"],
+                    "regard": second[u]["regard"],
+                    "annotator": "s16-relabel-second-pass",
+                }
+                for u in second_uids
+            ),
+        )
 
 
 if __name__ == "__main__":

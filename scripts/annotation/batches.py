@@ -63,6 +63,30 @@ def write_selection_batches(
     return size
 
 
+def read_batch_answers(answer_file: Path, uids: list[str], strict: bool = False) -> dict[str, dict]:
+    """The annotators' answers to ``uids`` from ``answer_file`` (one {"uid", "wsd", "regard"} per line,
+    GUIDE.md), each with ``regard`` set to None unless ``wsd`` is "yes". Exits naming the file on an
+    unanswered uid, an invalid ``wsd`` or a person without a regard; ``strict`` also checks every other
+    line of the file and rejects a regard given for a non-person."""
+    answers = {a["uid"]: a for a in map(json.loads, filter(str.strip, answer_file.open(encoding="utf-8")))}
+    missing = [u for u in uids if u not in answers]
+    if missing:
+        raise SystemExit(f"{answer_file}: {len(missing)} items unanswered, e.g. {missing[:3]}")
+    for uid in answers if strict else uids:
+        a = answers[uid]
+        if a["wsd"] not in ("yes", "no", "unsure"):
+            raise SystemExit(f"{answer_file}: {uid}: wsd {a['wsd']!r}")
+        regard = a.get("regard")
+        if a["wsd"] == "yes" and regard not in ("negative", "neutral", "positive"):
+            raise SystemExit(f"{answer_file}: {uid}: regard {regard!r} for a person mention")
+        if strict and a["wsd"] != "yes" and regard is not None:
+            raise SystemExit(f"{answer_file}: {uid}: regard {regard!r} for a mention that is not a person")
+    return {
+        u: {**answers[u], "regard": answers[u].get("regard") if answers[u]["wsd"] == "yes" else None}
+        for u in uids
+    }
+
+
 def write_batches(items: list[dict], work: Path, nb: int, uid_prefix: str) -> None:
     work.mkdir(parents=True, exist_ok=True)
     meta = {}
