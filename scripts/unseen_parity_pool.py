@@ -10,7 +10,8 @@ offset): those were labelled, and the text-label rounds were trained on. The dis
 separate split of the candidates, so the teacher's soft labels never touched these either.
 
 ``--leave-out documents`` leaves out every mention of a document that a label file holds, not only the
-labelled mentions. Use it for a new judge: judge 14 (drawn with the default, which redraws the existing
+labelled mentions (the training rounds' and the hold-out's documents; ``annotation/27_draw_judge18.py`` also
+leaves out the judges'). Use it for a new pool: judge 14 (drawn with the default, which redraws the existing
 pools unchanged) shares 47 of its 600 items' documents with rounds 8 and 9, another keyword of a sentence
 or comment they labelled (export/EXPERIMENTS.md, session 17).
 """

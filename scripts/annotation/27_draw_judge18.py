@@ -29,30 +29,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from batches import write_selection_batches  # noqa: E402
 
+from scripts.unseen_parity_pool import doc_key  # noqa: E402
+
 VIEW_FIELDS = ("uid", "keyword", "gloss", "text", "text_marked")
 
 
+UID_PREFIX = "j18-"
+
+
 def labelled_documents(labels_dir: Path) -> set[tuple[str, str]]:
-    """(source, doc_id) of every record in ``labels_dir`` (recursively) that points into a text source."""
+    """(source, doc_id) of every record in ``labels_dir`` (recursively) that points into a text source,
+    except this judge's own labels (``UID_PREFIX``), so the draw can be repeated once they are in."""
     docs: set[tuple[str, str]] = set()
     for path in sorted(labels_dir.rglob("*.jsonl")):
         with path.open(encoding="utf-8") as f:
             for line in f:
                 if line.strip():
                     rec = json.loads(line)
-                    if "source" in rec and "doc_id" in rec:
-                        docs.add((rec["source"], str(rec["doc_id"])))
+                    if "source" in rec and "doc_id" in rec and not str(rec.get("uid", "")).startswith(UID_PREFIX):
+                        docs.add(doc_key(rec))
     return docs
 
 
 def draw(cands: list[dict], excluded: set[tuple[str, str]], n: int, seed: int) -> list[dict]:
     """A seeded random order of the mentions outside ``excluded``, at most one per document, first ``n``."""
-    free = [c for c in cands if (c["source"], str(c["doc_id"])) not in excluded]
+    free = [c for c in cands if doc_key(c) not in excluded]
     random.Random(seed).shuffle(free)
     seen: set[tuple[str, str]] = set()
     judge = []
     for c in free:
-        doc = (c["source"], str(c["doc_id"]))
+        doc = doc_key(c)
         if doc in seen:
             continue
         seen.add(doc)
@@ -75,7 +81,7 @@ def main() -> None:
     excluded = labelled_documents(args.labels)
     judge = draw(cands, excluded, args.n, args.seed)
     write_selection_batches(
-        args.out, judge, "j18-", args.batches, lambda c: {"reason": "random", "pool": c["pool"]}, mark=True
+        args.out, judge, UID_PREFIX, args.batches, lambda c: {"reason": "random", "pool": c["pool"]}, mark=True
     )
     (args.out / "view").mkdir(exist_ok=True)
     for batch in sorted((args.out / "batches").glob("batch-*.jsonl")):
