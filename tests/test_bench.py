@@ -218,12 +218,12 @@ def test_model_option_runs_every_row_on_that_model(tmp_path, capsys):
     out = tmp_path / "fast"
     rc = main(
         ["bench", "--quick", "--max-pairs", "16", "--limit", "10", "--batch-sizes", "4", "--threads", "1",
-         "--no-progress", "--device", "cpu", "--backends", "int8,torch-fp32", "--model", "joint-v4-fast",
+         "--no-progress", "--device", "cpu", "--backends", "int8,torch-fp32", "--model", "joint-v7-fast",
          "-o", str(out)]
     )  # fmt: skip
     assert rc == 0
     data = json.loads((out / "bench.json").read_text())
-    assert data["end_to_end"]["model"] == "fairstream-joint-v4-fast"
+    assert data["end_to_end"]["model"] == "fairstream-joint-v7-fast"
     rows = {r["backend"]: r for r in data["rows"]}
     # the reference is the same model's int8 graph: exact for itself, close for its dequantized torch twin
     assert rows["onnxruntime int8 (shipped)"]["agreement_vs_int8"]["mean_abs_dp"] < 1e-6
@@ -232,4 +232,4 @@ def test_model_option_runs_every_row_on_that_model(tmp_path, capsys):
     # an unknown model is one line naming it and the shipped ones, before any work
     assert main(["bench", "--quick", "--no-progress", "--device", "cpu", "--model", "no-such-model"]) == 2
     err = capsys.readouterr().err
-    assert "no-such-model" in err and "joint-v4-fast" in err and "fairstream bench: end to end" not in err
+    assert "no-such-model" in err and "joint-v7-fast" in err and "fairstream bench: end to end" not in err

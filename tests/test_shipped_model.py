@@ -19,9 +19,10 @@ def test_shipped_files_are_small_and_complete():
         json.loads((default_model_dir(n) / "config.json").read_text())["name"] for n in shipped_model_names()
     }
     # the default (joint-v6: better on news and Wikipedia text), the previous default (model="joint-v5"),
-    # the one before and its 3-layer student for speed (model="joint-v4", model="joint-v4-fast"),
-    # and two earlier defaults kept for reproducing earlier runs
+    # the one before and its 3-layer student (model="joint-v4", model="joint-v4-fast"), the 3-layer
+    # model for speed (model="joint-v7-fast"), and two earlier defaults kept for reproducing earlier runs
     assert names == {
+        "fairstream-joint-v7-fast",
         "fairstream-joint-v6",
         "fairstream-joint-v5",
         "fairstream-joint-v4",
@@ -53,6 +54,27 @@ def test_the_fast_model_is_joint_v4s_recipe_on_fewer_layers():
     assert cfg["training"]["encoder_layers"] == 3 and "encoder_layers" not in full["training"]
     assert {k: v for k, v in cfg["training"].items() if k != "encoder_layers"} == full["training"]
     assert layers("joint-v4-fast") * 2 == layers("joint-v4")
+
+
+def test_joint_v7_fast_is_joint_v6s_recipe_on_fewer_layers_with_round_16_and_teacher_r16():
+    import onnx
+
+    def layers(name: str) -> int:
+        graph = onnx.load(str(default_model_dir(name) / "model.int8.onnx"), load_external_data=False).graph
+        return (sum(1 for n in graph.node if n.op_type == "MatMulIntegerToFloat") - 2) // 6
+
+    fast = json.loads((default_model_dir("joint-v7-fast") / "config.json").read_text())["training"]
+    full = json.loads((default_model_dir("joint-v6") / "config.json").read_text())["training"]
+    assert fast["encoder_layers"] == 3 and layers("joint-v7-fast") * 2 == layers("joint-v6")
+    # export/EXPERIMENTS.md session 17, rule (c): round 16's labels and teacher-r16's logits, nothing else
+    assert fast["soft_labels"] == "labels/soft/teacher-mpnet-r16-s17.jsonl.gz"
+    added = set(fast["train_sources"]) - set(full["train_sources"])
+    assert added and all(s.startswith("r16-") for s in added)
+    assert all(fast["train_sources"][s] == n for s, n in full["train_sources"].items())
+    assert fast["n_train"] == full["n_train"] + sum(fast["train_sources"][s] for s in added)
+    same = ("epochs", "lr", "batch_size", "seed", "include_dev", "regard_weight", "distill_pool")
+    same += ("distill_weight", "temperature")
+    assert {k: fast[k] for k in same} == {k: full[k] for k in same}
 
 
 def test_inference_path_imports_no_torch_or_transformers():

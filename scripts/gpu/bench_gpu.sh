@@ -18,7 +18,7 @@
 #       memory) on every unique corpus pair;
 #   $OUT/cpu/...: the CPU baselines of the same host (ONNX int8 / fp32, PyTorch fp32) on 2,000 pairs;
 # with FAST_S=N (seconds, default 0: skipped; pass it in the command and raise timeout_s by N),
-#   $OUT/gpu-fast/...: the end to end and the fp16 rows again with the 3-layer joint-v4-fast;
+#   $OUT/gpu-fast/...: the end to end and the fp16 rows again with the 3-layer joint-v7-fast;
 # plus $OUT/nvidia-smi.txt and $OUT/log.txt. Each run writes bench.json after every backend, so a run
 # stopped by its limit still returns what it measured ("complete": false). Session 6 learned this the
 # hard way: one run of everything (8,000 pairs, CPU batch 1 included) outlived a 230 s limit and
@@ -57,6 +57,6 @@ timeout "${CPU_S:-120}" python3 -m fairstream bench .gpu-data --device cpu --max
   --backends int8,onnx-fp32,torch-fp32,torch-bf16 --batch-sizes 8,32,128 -o "$OUT/cpu" 2>&1 \
   | grep -v "punkt_tab not found" | tee -a "$OUT/log.txt"
 if [ "${FAST_S:-0}" -gt 0 ]; then
-  timeout "$FAST_S" python3 -m fairstream bench .gpu-data --device cuda --no-progress --model joint-v4-fast \
+  timeout "$FAST_S" python3 -m fairstream bench .gpu-data --device cuda --no-progress --model joint-v7-fast \
     --backends cuda-fp16 -o "$OUT/gpu-fast" 2>&1 | grep -v "punkt_tab not found" | tee -a "$OUT/log.txt"
 fi
