@@ -19,7 +19,8 @@ from export.quantize import is_batch_invariant, per_row_activations
 from fairstream.cli import main
 from fairstream.models.encoding import MentionInput, encode_batch
 from fairstream.models.labels import load_labelled_pairs
-from fairstream.models.runtime import JointModel
+from fairstream.models.names import DEFAULT_MODEL
+from fairstream.models.runtime import JointModel, shipped_model_names
 from fairstream.taxonomy import Taxonomy
 
 TOL = 1e-5
@@ -52,15 +53,11 @@ def _padded(feeds: dict[str, np.ndarray], extra: int, pad_id: int) -> dict[str, 
     return out
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_shipped_model_probabilities_alone_padded_and_in_any_batch(dev_mentions, threads: int):
-    model = JointModel(intra_op_threads=threads)
+def _assert_alone_padded_and_in_any_batch(model: JointModel, targets, others, rng: random.Random) -> None:
     assert model.batch_invariant
     model._ensure_loaded()
     tok = model._tokenizer
     pad_id = tok.token_to_id("[PAD]")
-    targets, others = dev_mentions[:6], dev_mentions[6:]
-    rng = random.Random(threads)
     for target in targets:
         alone = _probs(model, encode_batch(tok, [target], model.max_length))[0]
         for extra in (1, 7, 60):
@@ -72,6 +69,19 @@ def test_shipped_model_probabilities_alone_padded_and_in_any_batch(dev_mentions,
             probs = _probs(model, encode_batch(tok, batch, model.max_length))
             row = probs[batch.index(target)]
             assert np.abs(row - alone).max() < TOL, f"batch of {size} moved {target.keyword}"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_shipped_model_probabilities_alone_padded_and_in_any_batch(dev_mentions, threads: int):
+    model = JointModel(intra_op_threads=threads)
+    _assert_alone_padded_and_in_any_batch(model, dev_mentions[:6], dev_mentions[6:], random.Random(threads))
+
+
+@pytest.mark.parametrize("name", [n for n in shipped_model_names() if n != DEFAULT_MODEL])
+def test_every_other_shipped_graph_is_batch_invariant_too(dev_mentions, name: str):
+    # the README promises it of every shipped graph (the default's test above covers the default)
+    model = JointModel(name, intra_op_threads=1)
+    _assert_alone_padded_and_in_any_batch(model, dev_mentions[:2], dev_mentions[2:], random.Random(0))
 
 
 def test_predict_is_identical_at_every_batch_size(dev_mentions):

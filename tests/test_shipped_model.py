@@ -41,14 +41,16 @@ def test_shipped_files_are_small_and_complete():
         assert (folder / "MODEL_CARD.md").is_file()
 
 
-def test_the_fast_model_is_joint_v4s_recipe_on_fewer_layers():
+def layers(name: str) -> int:
+    """Encoder layers of a shipped int8 graph, counted from its integer matmuls."""
     import onnx
 
-    def layers(name: str) -> int:
-        graph = onnx.load(str(default_model_dir(name) / "model.int8.onnx"), load_external_data=False).graph
-        matmuls = sum(1 for n in graph.node if n.op_type == "MatMulIntegerToFloat")
-        return (matmuls - 2) // 6  # Q, K, V, attention output, two feed-forward per layer; two heads
+    graph = onnx.load(str(default_model_dir(name) / "model.int8.onnx"), load_external_data=False).graph
+    matmuls = sum(1 for n in graph.node if n.op_type == "MatMulIntegerToFloat")
+    return (matmuls - 2) // 6  # Q, K, V, attention output, two feed-forward per layer; two heads
 
+
+def test_the_fast_model_is_joint_v4s_recipe_on_fewer_layers():
     cfg = json.loads((default_model_dir("joint-v4-fast") / "config.json").read_text())
     full = json.loads((default_model_dir("joint-v4") / "config.json").read_text())
     assert cfg["training"]["encoder_layers"] == 3 and "encoder_layers" not in full["training"]
@@ -57,12 +59,6 @@ def test_the_fast_model_is_joint_v4s_recipe_on_fewer_layers():
 
 
 def test_joint_v7_fast_is_joint_v6s_recipe_on_fewer_layers_with_round_16_and_teacher_r16():
-    import onnx
-
-    def layers(name: str) -> int:
-        graph = onnx.load(str(default_model_dir(name) / "model.int8.onnx"), load_external_data=False).graph
-        return (sum(1 for n in graph.node if n.op_type == "MatMulIntegerToFloat") - 2) // 6
-
     fast = json.loads((default_model_dir("joint-v7-fast") / "config.json").read_text())["training"]
     full = json.loads((default_model_dir("joint-v6") / "config.json").read_text())["training"]
     assert fast["encoder_layers"] == 3 and layers("joint-v7-fast") * 2 == layers("joint-v6")
