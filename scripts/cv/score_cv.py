@@ -22,9 +22,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from export.train import dev_fold, evaluate  # noqa: E402
+from export.train import dev_fold  # noqa: E402
 from fairstream.models.labels import LabelledPair, load_labelled_pairs  # noqa: E402
 from fairstream.taxonomy import Taxonomy  # noqa: E402
+from scripts.gpu.compare_students import metrics as student_metrics  # noqa: E402
 
 FOLDS = 5
 REFERENCE = ROOT / "export/sweeps/sweep4-final-recipe.jsonl"
@@ -32,14 +33,7 @@ REFERENCE_NAMES = ("final-recipe-cv5-s0", "final-recipe-cv5-s1", "final-recipe-c
 
 
 def metrics(pairs: list[LabelledPair], wsd_p: np.ndarray, reg_p: np.ndarray) -> dict[str, float]:
-    m = evaluate(wsd_p, reg_p, pairs, 0.5)
-    return {
-        "wsd_kappa": round(m["wsd_kappa"], 3),
-        "regard_macro_f1": round(m["regard_macro_f1"], 3),
-        "negative_f1": round(m["regard_f1"]["negative"] or 0.0, 3),
-        "negative_precision": round(m["negative_precision"] or 0.0, 3),
-        "negative_recall": round(m["negative_recall"] or 0.0, 3),
-    }
+    return {k: round(v, 3) for k, v in student_metrics(pairs, wsd_p, reg_p).items()}
 
 
 def reference() -> dict[str, dict[str, float]]:
