@@ -31,6 +31,13 @@ import torch
 from tqdm import tqdm
 from transformers import AutoTokenizer
 
+from export.checkpoint import (
+    load_checkpoint,
+    read_progress,
+    remove_checkpoint,
+    save_checkpoint,
+    training_fingerprint,
+)
 from export.config import TrainConfig
 from export.labels import label_round, load_bias_standoff, load_standoff, load_text_standoff
 from export.modeling import JointCrossEncoder
@@ -256,6 +263,12 @@ def batches(pairs: list[LabelledPair], batch_size: int, rng: random.Random) -> l
     return out
 
 
+def _as_random_state(saved) -> tuple:
+    """``random.Random.setstate`` wants tuples; a checkpoint may hand back lists."""
+    version, internal, gauss = saved
+    return (version, tuple(internal), gauss)
+
+
 def tensors(tokenizer, items: list[LabelledPair], max_length: int) -> dict[str, torch.Tensor]:
     feeds = encode_batch(tokenizer, [p.mention for p in items], max_length)
     return {k: torch.from_numpy(v) for k, v in feeds.items()}
@@ -313,8 +326,14 @@ def fit(
     device: str = "cpu",
     quiet: bool = False,
     soft: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+    checkpoint: Path | None = None,
+    checkpoint_every: int = 0,
 ) -> tuple[JointCrossEncoder, int]:
     """Fine-tune a fresh joint model on ``train`` with the recipe ``hp``; returns it (on ``device``) and the step count.
+
+    With ``checkpoint`` (a folder) and ``checkpoint_every`` > 0 the fit saves its whole state every that
+    many steps and, when the folder already holds this run's checkpoint, goes on from it: an interrupted
+    fit resumed on the same thread count ends with the weights the uninterrupted one would have.
 
     ``soft`` (index into ``train`` -> a teacher's WSD and regard logits) turns on distillation: see
     ``distilled_loss``. Pairs without gold labels (``wsd == ""``, from a distillation pool) then
@@ -343,10 +362,27 @@ def fit(
     autocast = torch.autocast(
         device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=hp.precision == "bf16"
     )
-    step = 0
-    bar = tqdm(total=total, desc="train", unit="step", disable=quiet)
+    step, skip, spent = 0, 0, 0.0
+    fingerprint = training_fingerprint(hp.to_dict(), train, soft) if checkpoint is not None else ""
+    state = load_checkpoint(checkpoint, fingerprint) if checkpoint is not None else None
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        if state.get("cuda_rng") is not None and torch.device(device).type == "cuda":
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
+        rng.setstate(_as_random_state(state["epoch_rng"]))
+        step, skip, spent = state["step"], state["index_in_epoch"], state["seconds"]
+        logger.info("resuming %s at step %d of %d", checkpoint, step, total)
+    started = time.time()
+    bar = tqdm(total=total, initial=step, desc="train", unit="step", disable=quiet)
     while step < total:
-        for batch in batches(train, hp.batch_size, rng):
+        # the epoch's batch order is drawn from the RNG as it is now: a checkpoint keeps this state
+        epoch_rng = rng.getstate()
+        for index, batch in enumerate(batches(train, hp.batch_size, rng)):
+            if index < skip:
+                continue
             if step >= total:
                 break
             model.train()
@@ -368,6 +404,36 @@ def fit(
             bar.update(1)
             if step % 50 == 0:
                 bar.set_postfix(loss=f"{loss.item():.3f}")
+            if (
+                checkpoint is not None
+                and checkpoint_every > 0
+                and step % checkpoint_every == 0
+                and step < total
+            ):
+                seconds = spent + time.time() - started
+                save_checkpoint(
+                    checkpoint,
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": opt.state_dict(),
+                        "scheduler": sched.state_dict(),
+                        "torch_rng": torch.get_rng_state(),
+                        "cuda_rng": (
+                            torch.cuda.get_rng_state(device) if torch.device(device).type == "cuda" else None
+                        ),
+                        "epoch_rng": epoch_rng,
+                        "index_in_epoch": index + 1,
+                        "step": step,
+                        "seconds": seconds,
+                    },
+                    {
+                        "step": step,
+                        "total_steps": total,
+                        "seconds": round(seconds, 1),
+                        "fingerprint": fingerprint,
+                    },
+                )
+        skip = 0
     bar.close()
     return model, total
 
@@ -537,6 +603,13 @@ def main() -> None:
     )
     TrainConfig.add_arguments(ap)  # --epochs, --lr, --regard-weight, ...: the shipped recipe's defaults
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=500,
+        help="save a resumable checkpoint in --out every this many steps (0: never); rerunning the same "
+        "command goes on from it (same --threads for bit-identical weights)",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.manual_seed(args.seed)
@@ -572,11 +645,22 @@ def main() -> None:
     tokenizer = hf_tok.backend_tokenizer
     tokenizer.no_truncation()
     tokenizer.no_padding()
+    if args.checkpoint_every < 0:
+        ap.error(f"--checkpoint-every must be >= 0 (0 turns checkpoints off), got {args.checkpoint_every}")
+    resumed = read_progress(args.out) if args.checkpoint_every else None
     t0 = time.time()
     model, total = fit(
-        args.encoder, tokenizer, train, TrainConfig.from_mapping(args), device=args.device, soft=soft
+        args.encoder,
+        tokenizer,
+        train,
+        TrainConfig.from_mapping(args),
+        device=args.device,
+        soft=soft,
+        checkpoint=args.out if args.checkpoint_every else None,
+        checkpoint_every=args.checkpoint_every,
     )
-    train_s = time.time() - t0
+    # a resumed fit's time includes the interrupted runs' training time up to the checkpoint
+    train_s = time.time() - t0 + (resumed["seconds"] if resumed else 0.0)
     args.out.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), args.out / "model.pt")
     hf_tok.save_pretrained(args.out / "tokenizer")
@@ -592,6 +676,7 @@ def main() -> None:
         "batch_size": args.batch_size,
         "n_train": len(train),
         "train_seconds": round(train_s, 1),
+        "resumed_from_step": resumed["step"] if resumed else None,
         "examples_per_second": round(total * args.batch_size / train_s, 1),
         "include_dev": args.include_dev,
         "dev_folds": args.dev_folds,
@@ -625,6 +710,7 @@ def main() -> None:
         logger.info("dev: %s", json.dumps(meta["dev_at_0.5"]))
         logger.info("dev best threshold %.2f: %s", best[1], json.dumps(meta["dev_at_best"]))
     (args.out / "train_meta.json").write_text(json.dumps(meta, indent=2))
+    remove_checkpoint(args.out)
 
 
 if __name__ == "__main__":

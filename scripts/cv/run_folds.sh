@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 20's leak-free dev CV of joint-v6's recipe (export/EXPERIMENTS.md, rule (f)): one student per
-# (seed, fold), two at a time on one thread each; a fit whose train_meta.json exists is skipped, so the
-# script resumes where a session ended. JOBS picks the fits (default: seed 0's folds, then seed 1's).
+# (seed, fold), two at a time on one thread each; a fit whose train_meta.json exists is skipped and an
+# interrupted one goes on from its last checkpoint (export.train saves one every 500 steps, ~7 min), so
+# the script resumes where a session ended. JOBS picks the fits (default: seed 0's folds, then seed 1's).
 #   bash scripts/cv/run_folds.sh                 # in the background: nohup bash scripts/cv/run_folds.sh &
 #   JOBS="0:0 0:1" bash scripts/cv/run_folds.sh  # seed:fold pairs
 set -u
@@ -20,7 +21,7 @@ fit() {
   echo "$(date -u +%FT%TZ) start $dir"
   "$PY" -m export.train --encoder "$MINILM" --out "$dir" --dev-folds 5 --fold "$fold" --eval-dev --seed "$seed" \
     --threads 1 --max-round 13 --soft-labels "$SOFT" --distill-pool runs/round6/distill-pool.jsonl \
-    > "$dir.log" 2>&1 && echo "$(date -u +%FT%TZ) done $dir" || echo "$(date -u +%FT%TZ) FAILED $dir (see $dir.log)"
+    >> "$dir.log" 2>&1 && echo "$(date -u +%FT%TZ) done $dir" || echo "$(date -u +%FT%TZ) FAILED $dir (see $dir.log)"
 }
 for job in $JOBS; do
   while [ "$(jobs -rp | wc -l)" -ge "$PARALLEL" ]; do sleep 20; done
