@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,6 +63,49 @@ def cross_validated(runs: list[Path], dev_path: Path, threshold: float) -> tuple
         wsd.append(w)
         reg.append(r)
     return evaluate(np.concatenate(wsd), np.concatenate(reg), pairs, threshold), folds
+
+
+def cv_section(runs: list[Path], dev_path: Path, threshold: float, note: str = "") -> list[str]:
+    """The card's CV section from ``export.train --dev-folds`` run folders: pooled per seed, then the mean."""
+    by_seed: dict[int, list[Path]] = {}
+    for run in runs:
+        by_seed.setdefault(int(json.loads((run / "train_meta.json").read_text())["seed"]), []).append(run)
+    n_folds = {len(v) for v in by_seed.values()}
+    if len(n_folds) != 1:
+        raise SystemExit(
+            f"--cv: every seed needs the same folds; got {{seed: folds}} {_fold_counts(by_seed)}"
+        )
+    k = n_folds.pop()
+    scored = {seed: cross_validated(sorted(by_seed[seed]), dev_path, threshold) for seed in sorted(by_seed)}
+    lines = [
+        "",
+        f"### Cross-validated: the shipped recipe (all training data + the dev set) in {k} folds",
+        "",
+        "Each fold trains on everything plus the other dev fold(s) and is scored on its own dev fold (split by "
+        f"a hash of the item uid; PyTorch fp32, WSD threshold {threshold}). Pooled over the folds, per seed:",
+        "",
+    ]
+    if len(scored) == 1:
+        lines += [HEADER, fmt_metrics(next(iter(scored.values()))[0])]
+    else:
+        lines += [SWEEP_HEADER, *(f"| seed {s} " + fmt_metrics(pooled) for s, (pooled, _) in scored.items())]
+        lines.append(mean_row([pooled for pooled, _ in scored.values()]))
+    lines += ["", "Per fold:"]
+    for seed, (_, folds) in scored.items():
+        lines.append(
+            f"* seed {seed}: "
+            + "; ".join(
+                f"fold {i}: kappa {m['wsd_kappa']:.3f}, regard macro-F1 {m['regard_macro_f1']:.3f} (n={m['n']})"
+                for i, m in enumerate(folds)
+            )
+        )
+    if note:
+        lines += ["", note]
+    return lines
+
+
+def _fold_counts(by_seed: dict[int, list[Path]]) -> dict[int, int]:
+    return {s: len(v) for s, v in by_seed.items()}
 
 
 def _sweep_results(files: list[Path], names: list[str]) -> dict[str, dict]:
@@ -170,18 +214,21 @@ def sweep_rows(files: list[Path], names: list[str], label: str = "mean") -> list
     """Table rows (one per named sweep run, then the mean) from ``export.sweep`` results files."""
     results = _sweep_results(files, names)
     rows = [f"| {n} (seed {results[n]['config']['seed']}) " + fmt_metrics(results[n]["dev"]) for n in names]
-    devs = [results[n]["dev"] for n in names]
-    mean = {
+    return [*rows, mean_row([results[n]["dev"] for n in names], label)]
+
+
+def mean_row(devs: list[dict], label: str = "mean") -> str:
+    """A table row of the mean of several runs' metrics (same items: n and regard n of the first)."""
+    mean: dict[str, Any] = {
         k: sum(d[k] for d in devs) / len(devs)
         for k in ("wsd_kappa", "wsd_f1", "regard_micro_f1", "regard_macro_f1")
     }
     mean["regard_f1"] = {k: sum(d["regard_f1"][k] for d in devs) / len(devs) for k in devs[0]["regard_f1"]}
     for k in ("negative_precision", "negative_recall"):
         vals = [d.get(k) for d in devs]
-        mean[k] = sum(vals) / len(vals) if all(v is not None for v in vals) else None
+        mean[k] = sum(v for v in vals if v is not None) / len(vals) if None not in vals else None
     mean["n"], mean["regard_n"] = devs[0]["n"], devs[0]["regard_n"]
-    rows.append(f"| **{label}** " + fmt_metrics(mean))
-    return rows
+    return f"| **{label}** " + fmt_metrics(mean)
 
 
 SWEEP_HEADER = "| run " + HEADER.split("\n")[0] + "\n|---" + HEADER.split("\n")[1]
@@ -254,8 +301,13 @@ def main() -> None:
     )
     ap.add_argument("--notes", default="")
     ap.add_argument(
-        "--cv", type=Path, nargs="*", default=[], help="run folders of a --dev-folds cross-validation"
+        "--cv",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="run folders of a --dev-folds cross-validation (several seeds: pooled per seed, then the mean)",
     )
+    ap.add_argument("--cv-note", default="", help="a paragraph under the --cv table (e.g. the decision rule)")
     ap.add_argument(
         "--baseline-names",
         nargs="*",
@@ -342,23 +394,7 @@ def main() -> None:
         else:
             lines += [SWEEP_HEADER, *sweep_rows(args.sweep, args.heldout_names)]
     if args.cv:
-        pooled, folds = cross_validated(args.cv, args.dev, cfg["wsd_threshold"])
-        lines += [
-            "",
-            f"### Cross-validated: the shipped recipe (all training data + the dev set) in {len(args.cv)} folds",
-            "",
-            "Each fold trains on everything plus the other dev fold(s) and is scored on its own dev fold (split by "
-            "a hash of the item uid; PyTorch fp32). Pooled over the folds:",
-            "",
-            HEADER,
-            fmt_metrics(pooled),
-            "",
-            "Per fold: "
-            + "; ".join(
-                f"fold {i}: kappa {m['wsd_kappa']:.3f}, regard macro-F1 {m['regard_macro_f1']:.3f} (n={m['n']})"
-                for i, m in enumerate(folds)
-            ),
-        ]
+        lines += cv_section(args.cv, args.dev, cfg["wsd_threshold"], args.cv_note)
     if args.cv_names:
         n_folds = sweep_folds(args.sweep, args.cv_names)
         lines += [

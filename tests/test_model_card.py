@@ -130,3 +130,45 @@ def test_card_sections_for_cv_only_models_and_unseen_text(tmp_path: Path):
     assert "chosen where models disagree" in table
     assert "| new (int8) | 100 | 0.800 | 0.700 | 0.600 | 10 | 0.900 | 0.850 |" in table
     assert "| old (int8) | 100 | 0.700 | 0.600 | 0.500 | n/a | n/a | n/a |" in table
+
+
+def test_cv_section_pools_each_seed_over_its_folds_then_averages(tmp_path: Path):
+    import json
+
+    import numpy as np
+    import pytest
+
+    from export.model_card import cv_section
+    from export.train import dev_fold
+    from fairstream.core.schema import REGARD_LABELS
+    from fairstream.models.labels import load_labelled_pairs
+    from tests.test_train_sweep import write_pairs
+
+    write_pairs(tmp_path / "dev.jsonl", "d", ["dev"])
+    dev = load_labelled_pairs(tmp_path / "dev.jsonl")
+    assert {dev_fold(p.uid, 2) for p in dev} == {0, 1}
+
+    def fold_run(seed: int, fold: int, right: bool) -> Path:
+        """A --dev-folds 2 run folder whose predictions are all right, or all "not a person"."""
+        run = tmp_path / f"s{seed}-f{fold}"
+        run.mkdir()
+        mine = [p for p in dev if dev_fold(p.uid, 2) == fold]
+        wsd = np.array([[0.0, 1.0, 0.0] if right and p.wsd == "yes" else [1.0, 0.0, 0.0] for p in mine])
+        reg = np.array([np.eye(3)[REGARD_LABELS.index(p.regard or "neutral")] for p in mine])
+        np.save(run / "dev_wsd.npy", wsd)
+        np.save(run / "dev_regard.npy", reg)
+        (run / "train_meta.json").write_text(json.dumps({"seed": seed, "dev_folds": 2, "fold": fold}))
+        return run
+
+    runs = [fold_run(0, 0, True), fold_run(0, 1, True), fold_run(1, 0, False), fold_run(1, 1, False)]
+    lines = cv_section(runs, tmp_path / "dev.jsonl", 0.5, note="rule (f): not decided")
+    text = "\n".join(lines)
+    assert "in 2 folds" in text and lines[-1] == "rule (f): not decided"
+    seed0 = next(line for line in lines if line.startswith("| seed 0 "))
+    seed1 = next(line for line in lines if line.startswith("| seed 1 "))
+    mean = next(line for line in lines if line.startswith("| **mean** "))
+    assert seed0.split(" | ")[2] == "1.000" and seed1.split(" | ")[2] == "0.000"  # WSD kappa
+    assert mean.split(" | ")[2] == "0.500"
+    assert text.count("fold 0: kappa") == 2
+    with pytest.raises(SystemExit, match="same folds"):
+        cv_section(runs[:3], tmp_path / "dev.jsonl", 0.5)
