@@ -1,6 +1,6 @@
 """Score session 20's 5-fold dev CV of joint-v6's recipe and apply rule (f) (export/EXPERIMENTS.md).
 
-    NLTK_DATA=../shared/data/nltk_data python scripts/cv/score_cv.py [--runs runs/cv-s20] \
+    NLTK_DATA=../shared/data/nltk_data python scripts/cv/score_cv.py [--runs export/sweeps/cv-s20] \
         [--json export/sweeps/session20-cv-joint-v6-recipe.json]
 
 Each fit (``scripts/cv/run_folds.sh``: ``RUNS/v6-sSEED-fFOLD``) saved its held-out fold's probabilities
@@ -52,7 +52,12 @@ def reference() -> dict[str, dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=Path, default=ROOT / "runs/cv-s20")
+    ap.add_argument(
+        "--runs",
+        type=Path,
+        default=ROOT / "export/sweeps/cv-s20",
+        help="fit folders (scripts/cv/collect_folds.sh)",
+    )
     ap.add_argument("--prefix", default="v6", help="fit folders are RUNS/PREFIX-sSEED-fFOLD")
     ap.add_argument("--dev", type=Path, default=ROOT.parent / "shared/data/labels/dev.jsonl")
     ap.add_argument("--json", type=Path, help="write the scores here")
