@@ -68,18 +68,22 @@ def cross_validated(runs: list[Path], dev_path: Path, threshold: float) -> tuple
 def cv_section(runs: list[Path], dev_path: Path, threshold: float, note: str = "") -> list[str]:
     """The card's CV section from ``export.train --dev-folds`` run folders: pooled per seed, then the mean."""
     by_seed: dict[int, list[Path]] = {}
-    for run in runs:
-        by_seed.setdefault(int(json.loads((run / "train_meta.json").read_text())["seed"]), []).append(run)
-    n_folds = {len(v) for v in by_seed.values()}
-    if len(n_folds) != 1:
-        raise SystemExit(
-            f"--cv: every seed needs the same folds; got {{seed: folds}} {_fold_counts(by_seed)}"
-        )
-    k = n_folds.pop()
-    scored = {seed: cross_validated(sorted(by_seed[seed]), dev_path, threshold) for seed in sorted(by_seed)}
+    metas = {run: json.loads((run / "train_meta.json").read_text()) for run in runs}
+    for run, meta in metas.items():
+        by_seed.setdefault(int(meta["seed"]), []).append(run)
+    fold_sets = {seed: sorted(metas[r]["fold"] for r in rs) for seed, rs in by_seed.items()}
+    if len({tuple(f) for f in fold_sets.values()}) != 1:
+        raise SystemExit(f"--cv: every seed needs the same folds; got {{seed: folds}} {fold_sets}")
+    k = {int(m["dev_folds"]) for m in metas.values()}.pop()
+    present = next(iter(fold_sets.values()))
+    partial = f" (only folds {present} of {k} so far)" if len(present) < k else ""
+    scored = {
+        seed: cross_validated(sorted(by_seed[seed], key=lambda r: metas[r]["fold"]), dev_path, threshold)
+        for seed in sorted(by_seed)
+    }
     lines = [
         "",
-        f"### Cross-validated: the shipped recipe (all training data + the dev set) in {k} folds",
+        f"### Cross-validated: the shipped recipe (all training data + the dev set) in {k} folds{partial}",
         "",
         "Each fold trains on everything plus the other dev fold(s) and is scored on its own dev fold (split by "
         f"a hash of the item uid; PyTorch fp32, WSD threshold {threshold}). Pooled over the folds, per seed:",
@@ -96,16 +100,12 @@ def cv_section(runs: list[Path], dev_path: Path, threshold: float, note: str = "
             f"* seed {seed}: "
             + "; ".join(
                 f"fold {i}: kappa {m['wsd_kappa']:.3f}, regard macro-F1 {m['regard_macro_f1']:.3f} (n={m['n']})"
-                for i, m in enumerate(folds)
+                for i, m in zip(present, folds, strict=True)
             )
         )
     if note:
         lines += ["", note]
     return lines
-
-
-def _fold_counts(by_seed: dict[int, list[Path]]) -> dict[int, int]:
-    return {s: len(v) for s, v in by_seed.items()}
 
 
 def _sweep_results(files: list[Path], names: list[str]) -> dict[str, dict]:
@@ -217,16 +217,20 @@ def sweep_rows(files: list[Path], names: list[str], label: str = "mean") -> list
     return [*rows, mean_row([results[n]["dev"] for n in names], label)]
 
 
+def _mean(values: list[float | None]) -> float | None:
+    """Mean, or None when a run did not record the value (or it is undefined for that run)."""
+    return None if any(v is None for v in values) else sum(values) / len(values)  # type: ignore[arg-type]
+
+
 def mean_row(devs: list[dict], label: str = "mean") -> str:
     """A table row of the mean of several runs' metrics (same items: n and regard n of the first)."""
     mean: dict[str, Any] = {
         k: sum(d[k] for d in devs) / len(devs)
         for k in ("wsd_kappa", "wsd_f1", "regard_micro_f1", "regard_macro_f1")
     }
-    mean["regard_f1"] = {k: sum(d["regard_f1"][k] for d in devs) / len(devs) for k in devs[0]["regard_f1"]}
-    for k in ("negative_precision", "negative_recall"):
-        vals = [d.get(k) for d in devs]
-        mean[k] = sum(v for v in vals if v is not None) / len(vals) if None not in vals else None
+    mean["regard_f1"] = {k: _mean([d["regard_f1"][k] for d in devs]) for k in devs[0]["regard_f1"]}
+    for k, per_class in (("negative_precision", "regard_precision"), ("negative_recall", "regard_recall")):
+        mean[k] = _mean([d.get(k, d.get(per_class, {}).get("negative")) for d in devs])
     mean["n"], mean["regard_n"] = devs[0]["n"], devs[0]["regard_n"]
     return f"| **{label}** " + fmt_metrics(mean)
 

@@ -172,3 +172,6 @@ def test_cv_section_pools_each_seed_over_its_folds_then_averages(tmp_path: Path)
     assert text.count("fold 0: kappa") == 2
     with pytest.raises(SystemExit, match="same folds"):
         cv_section(runs[:3], tmp_path / "dev.jsonl", 0.5)
+    partial = cv_section([runs[1], runs[3]], tmp_path / "dev.jsonl", 0.5)
+    assert "in 2 folds (only folds [1] of 2 so far)" in partial[1]
+    assert any(line.startswith("* seed 1: fold 1: kappa") for line in partial)
