@@ -391,9 +391,11 @@ def test_device_script_students_plan_runs_end_to_end_on_cpu(tiny_encoder, tmp_pa
         [sys.executable, str(ROOT / "scripts/gpu/train_cv.py"), "--plan", "students", "--teacher-logits",
          str(tmp_path / "t.npz"), "--data", str(data), "--minilm", str(tmp_path / "minilm"), "--out", str(out),
          "--work", str(tmp_path / "work"), "--device", "cpu", "--smoke", "--seeds", "0", "--parallel", "2",
-         "--deadline", "600"],
-        capture_output=True, text=True, timeout=900, cwd=ROOT,
+         "--deadline", "3000"],
+        capture_output=True, text=True, timeout=3300, cwd=ROOT,
     )  # fmt: skip
+    # the deadline must not bind here (at 600 s a loaded machine once cut 2 of the 20 fits): this test is
+    # about every planned fit running and merging, not about the deadline
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     jobs = json.loads((out / "jobs.json").read_text())
     assert len(jobs) == 20 and all(j["rc"] == 0 for j in jobs)  # 4 configs x 5 folds
