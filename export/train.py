@@ -263,12 +263,6 @@ def batches(pairs: list[LabelledPair], batch_size: int, rng: random.Random) -> l
     return out
 
 
-def _as_random_state(saved) -> tuple:
-    """``random.Random.setstate`` wants tuples; a checkpoint may hand back lists."""
-    version, internal, gauss = saved
-    return (version, tuple(internal), gauss)
-
-
 def tensors(tokenizer, items: list[LabelledPair], max_length: int) -> dict[str, torch.Tensor]:
     feeds = encode_batch(tokenizer, [p.mention for p in items], max_length)
     return {k: torch.from_numpy(v) for k, v in feeds.items()}
@@ -372,7 +366,7 @@ def fit(
         torch.set_rng_state(state["torch_rng"])
         if state.get("cuda_rng") is not None and torch.device(device).type == "cuda":
             torch.cuda.set_rng_state(state["cuda_rng"], device)
-        rng.setstate(_as_random_state(state["epoch_rng"]))
+        rng.setstate(state["epoch_rng"])
         step, skip, spent = state["step"], state["index_in_epoch"], state["seconds"]
         logger.info("resuming %s at step %d of %d", checkpoint, step, total)
     started = time.time()
