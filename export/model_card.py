@@ -43,26 +43,45 @@ HEADER = (
 )
 
 
-def cross_validated(runs: list[Path], dev_path: Path, threshold: float) -> tuple[dict, list[dict]]:
-    """Pool the dev-fold predictions of cross-validation runs and score them."""
-    import numpy as np
-
-    from export.train import dev_fold, evaluate
+def load_dev(dev_path: Path) -> list:
+    """The expert dev set as labelled pairs (the taxonomy's word forms locate each keyword)."""
     from fairstream.models.labels import load_labelled_pairs
     from fairstream.taxonomy import Taxonomy
 
-    dev = load_labelled_pairs(dev_path, {a.keyword: a.forms for a in Taxonomy.default()})
-    pairs, wsd, reg, folds = [], [], [], []
+    return load_labelled_pairs(dev_path, {a.keyword: a.forms for a in Taxonomy.default()})
+
+
+def fold_predictions(runs: list[Path], dev: list) -> list[tuple[int, list, Any, Any]]:
+    """Each ``export.train --dev-folds`` run's fold, its dev items (dev-file order) and saved probabilities."""
+    import numpy as np
+
+    from export.train import dev_fold
+
+    parts = []
     for run in runs:
         meta = json.loads((run / "train_meta.json").read_text())
         n_folds, fold = meta["dev_folds"], meta["fold"]
         mine = [p for p in dev if dev_fold(p.uid, n_folds) == fold]
         w, r = np.load(run / "dev_wsd.npy"), np.load(run / "dev_regard.npy")
-        folds.append(evaluate(w, r, mine, threshold))
-        pairs += mine
-        wsd.append(w)
-        reg.append(r)
-    return evaluate(np.concatenate(wsd), np.concatenate(reg), pairs, threshold), folds
+        if len(w) != len(mine) or len(r) != len(mine):
+            raise SystemExit(
+                f"{run}: {len(w)} dev predictions, but fold {fold} of {n_folds} has {len(mine)} items"
+            )
+        parts.append((fold, mine, w, r))
+    return parts
+
+
+def cross_validated(runs: list[Path], dev: list, threshold: float) -> tuple[dict, list[dict]]:
+    """Pool the dev-fold predictions of cross-validation runs and score them (pooled, then per run)."""
+    import numpy as np
+
+    from export.train import evaluate
+
+    parts = fold_predictions(runs, dev)
+    folds = [evaluate(w, r, mine, threshold) for _, mine, w, r in parts]
+    pairs = [p for _, mine, _, _ in parts for p in mine]
+    wsd, reg = np.concatenate([w for *_, w, _ in parts]), np.concatenate([r for *_, r in parts])
+    return evaluate(wsd, reg, pairs, threshold), folds
 
 
 def cv_section(runs: list[Path], dev_path: Path, threshold: float, note: str = "") -> list[str]:
@@ -77,8 +96,9 @@ def cv_section(runs: list[Path], dev_path: Path, threshold: float, note: str = "
     k = {int(m["dev_folds"]) for m in metas.values()}.pop()
     present = next(iter(fold_sets.values()))
     partial = f" (only folds {present} of {k} so far)" if len(present) < k else ""
+    dev = load_dev(dev_path)
     scored = {
-        seed: cross_validated(sorted(by_seed[seed], key=lambda r: metas[r]["fold"]), dev_path, threshold)
+        seed: cross_validated(sorted(by_seed[seed], key=lambda r: metas[r]["fold"]), dev, threshold)
         for seed in sorted(by_seed)
     }
     lines = [

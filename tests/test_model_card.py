@@ -175,3 +175,7 @@ def test_cv_section_pools_each_seed_over_its_folds_then_averages(tmp_path: Path)
     partial = cv_section([runs[1], runs[3]], tmp_path / "dev.jsonl", 0.5)
     assert "in 2 folds (only folds [1] of 2 so far)" in partial[1]
     assert any(line.startswith("* seed 1: fold 1: kappa") for line in partial)
+    # predictions that do not line up with their fold's items are refused, naming the run
+    np.save(runs[0] / "dev_wsd.npy", np.load(runs[0] / "dev_wsd.npy")[:-1])
+    with pytest.raises(SystemExit, match=r"s0-f0: \d+ dev predictions, but fold 0 of 2 has \d+ items"):
+        cv_section(runs, tmp_path / "dev.jsonl", 0.5)

@@ -22,9 +22,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from export.train import dev_fold  # noqa: E402
-from fairstream.models.labels import LabelledPair, load_labelled_pairs  # noqa: E402
-from fairstream.taxonomy import Taxonomy  # noqa: E402
+from export.model_card import fold_predictions, load_dev  # noqa: E402
+from fairstream.models.labels import LabelledPair  # noqa: E402
 from scripts.gpu.compare_students import metrics as student_metrics  # noqa: E402
 
 FOLDS = 5
@@ -62,36 +61,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dev", type=Path, default=ROOT.parent / "shared/data/labels/dev.jsonl")
     ap.add_argument("--json", type=Path, help="write the scores here")
     args = ap.parse_args(argv)
-    forms = {a.keyword: a.forms for a in Taxonomy.default()}
-    dev = load_labelled_pairs(args.dev, forms)
-    fold_rows = [
-        np.array([i for i, p in enumerate(dev) if dev_fold(p.uid, FOLDS) == k]) for k in range(FOLDS)
-    ]
+    dev = load_dev(args.dev)
     seeds = sorted({int(p.name.split("-s")[1].split("-f")[0]) for p in args.runs.glob(f"{args.prefix}-s*-f*")
                     if (p / "dev_regard.npy").is_file()})  # fmt: skip
     out: dict = {"runs": str(args.runs), "per_seed": {}, "reference_joint_v2_recipe": reference()}
     for seed in seeds:
-        rows, wsd, reg, per_fold = [], [], [], {}
-        for k in range(FOLDS):
-            run = args.runs / f"{args.prefix}-s{seed}-f{k}"
-            if not (run / "dev_regard.npy").is_file():
-                continue
-            w, r = np.load(run / "dev_wsd.npy"), np.load(run / "dev_regard.npy")
-            if len(w) != len(fold_rows[k]):
-                raise SystemExit(f"{run}: {len(w)} dev predictions, fold {k} has {len(fold_rows[k])} items")
-            per_fold[k] = metrics([dev[i] for i in fold_rows[k]], w, r)
-            rows.append(fold_rows[k])
-            wsd.append(w)
-            reg.append(r)
-        idx = np.concatenate(rows)
-        pooled = metrics([dev[i] for i in idx], np.concatenate(wsd), np.concatenate(reg))
+        runs = [args.runs / f"{args.prefix}-s{seed}-f{k}" for k in range(FOLDS)]
+        parts = fold_predictions([run for run in runs if (run / "dev_regard.npy").is_file()], dev)
+        per_fold = {fold: metrics(mine, w, r) for fold, mine, w, r in parts}
+        pairs = [p for _, mine, _, _ in parts for p in mine]
+        wsd, reg = np.concatenate([w for *_, w, _ in parts]), np.concatenate([r for *_, r in parts])
+        pooled = metrics(pairs, wsd, reg)
         out["per_seed"][seed] = {
             "folds": sorted(per_fold),
-            "n": len(idx),
+            "n": len(pairs),
             "per_fold": per_fold,
             "pooled": pooled,
         }
-        print(f"seed {seed}, folds {sorted(per_fold)} pooled ({len(idx)} items): {json.dumps(pooled)}")
+        print(f"seed {seed}, folds {sorted(per_fold)} pooled ({len(pairs)} items): {json.dumps(pooled)}")
     ref = out["reference_joint_v2_recipe"]
     ref_f1 = [r["regard_macro_f1"] for r in ref.values()]
     complete = [s for s, v in out["per_seed"].items() if len(v["folds"]) == FOLDS]
