@@ -88,13 +88,17 @@ def main(argv: list[str] | None = None) -> int:
         "reference_best": max(ref_f1),
         "complete_seeds": complete,
     }
+    new = [out["per_seed"][s]["pooled"]["regard_macro_f1"] for s in complete]
     if len(complete) >= 2:
-        new = [out["per_seed"][s]["pooled"]["regard_macro_f1"] for s in complete]
         rule["mean"] = round(float(np.mean(new)), 3)
         rule["gain_over_reference_mean"] = round(rule["mean"] - rule["reference_mean"], 3)
         rule["clause_1_gain_beyond_spread"] = rule["gain_over_reference_mean"] > rule["reference_spread"]
         rule["clause_2_every_seed_above_best"] = all(f > rule["reference_best"] for f in new)
         rule["holds"] = rule["clause_1_gain_beyond_spread"] and rule["clause_2_every_seed_above_best"]
+    elif any(f <= rule["reference_best"] for f in new):
+        # clause 2 needs every seed above the reference's best, so one complete seed at or below it decides
+        rule["clause_2_every_seed_above_best"] = False
+        rule["holds"] = False
     else:
         rule["holds"] = None  # not decided: fewer than two seeds have all five folds
     out["rule_f"] = rule
