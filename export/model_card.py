@@ -71,16 +71,21 @@ def fold_predictions(runs: list[Path], dev: list) -> list[tuple[int, list, Any, 
     return parts
 
 
-def cross_validated(runs: list[Path], dev: list, threshold: float) -> tuple[dict, list[dict]]:
-    """Pool the dev-fold predictions of cross-validation runs and score them (pooled, then per run)."""
+def pool_folds(parts: list[tuple[int, list, Any, Any]]) -> tuple[list, Any, Any]:
+    """``fold_predictions``' folds as one prediction per item: (items, WSD probabilities, regard probabilities)."""
     import numpy as np
 
+    pairs = [p for _, mine, _, _ in parts for p in mine]
+    return pairs, np.concatenate([w for *_, w, _ in parts]), np.concatenate([r for *_, r in parts])
+
+
+def cross_validated(runs: list[Path], dev: list, threshold: float) -> tuple[dict, list[dict]]:
+    """Pool the dev-fold predictions of cross-validation runs and score them (pooled, then per run)."""
     from export.train import evaluate
 
     parts = fold_predictions(runs, dev)
     folds = [evaluate(w, r, mine, threshold) for _, mine, w, r in parts]
-    pairs = [p for _, mine, _, _ in parts for p in mine]
-    wsd, reg = np.concatenate([w for *_, w, _ in parts]), np.concatenate([r for *_, r in parts])
+    pairs, wsd, reg = pool_folds(parts)
     return evaluate(wsd, reg, pairs, threshold), folds
 
 

@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from export.model_card import fold_predictions, load_dev  # noqa: E402
+from export.model_card import fold_predictions, load_dev, pool_folds  # noqa: E402
 from fairstream.models.labels import LabelledPair  # noqa: E402
 from scripts.gpu.compare_students import metrics as student_metrics  # noqa: E402
 
@@ -69,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = [args.runs / f"{args.prefix}-s{seed}-f{k}" for k in range(FOLDS)]
         parts = fold_predictions([run for run in runs if (run / "dev_regard.npy").is_file()], dev)
         per_fold = {fold: metrics(mine, w, r) for fold, mine, w, r in parts}
-        pairs = [p for _, mine, _, _ in parts for p in mine]
-        wsd, reg = np.concatenate([w for *_, w, _ in parts]), np.concatenate([r for *_, r in parts])
+        pairs, wsd, reg = pool_folds(parts)
         pooled = metrics(pairs, wsd, reg)
         out["per_seed"][seed] = {
             "folds": sorted(per_fold),
