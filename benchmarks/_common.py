@@ -60,8 +60,11 @@ def machine() -> dict[str, Any]:
         commit = ""
     import onnxruntime
 
+    from fairstream.bench import cpu_features
+
     return {
         "cpu": cpu,
+        "cpu_features": cpu_features(),
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -80,4 +83,5 @@ def write_results(name: str, result: dict[str, Any], markdown: str) -> Path:
 
 
 def machine_line(m: dict[str, Any]) -> str:
-    return f"{m['cpu']}, {m['cores']} cores, Python {m['python']}, onnxruntime {m['onnxruntime']} ({', '.join(m['providers'])}), commit {m['commit']}"
+    isa = f" ({', '.join(m['cpu_features'])})" if m.get("cpu_features") else ""
+    return f"{m['cpu']}{isa}, {m['cores']} cores, Python {m['python']}, onnxruntime {m['onnxruntime']} ({', '.join(m['providers'])}), commit {m['commit']}"

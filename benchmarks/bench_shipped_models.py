@@ -29,11 +29,21 @@ def main() -> None:
     add_pair_arguments(ap, rounds=5)
     ap.add_argument("--model", action="append", default=[], help="also time this model folder (repeatable)")
     ap.add_argument("--name", default="shipped-models", help="results file name in benchmarks/results")
+    ap.add_argument(
+        "--only", nargs="+", metavar="NAME", help="time only these shipped models (give --name too)"
+    )
     args = ap.parse_args()
-    if args.model and args.name == "shipped-models":
-        ap.error("--model: give --name too, so a candidate does not overwrite the shipped models' results")
+    if (args.model or args.only) and args.name == "shipped-models":
+        ap.error(
+            "--model/--only: give --name too, so a subset does not overwrite the shipped models' results"
+        )
+    unknown = set(args.only or []) - set(shipped_model_names())
+    if unknown:
+        ap.error(f"--only: {sorted(unknown)} not shipped; shipped: {', '.join(shipped_model_names())}")
     docs, pairs = corpus_pairs(args.corpus, args.limit)
-    names = [*shipped_model_names(), *args.model]
+    names = [*(args.only or shipped_model_names()), *args.model]
+    if DEFAULT_MODEL not in names:  # the ratio column's reference
+        names.insert(0, DEFAULT_MODEL)
     models = {n: JointModel(n, intra_op_threads=1, batch_threads=1) for n in names}
     for model in models.values():
         model.predict_logits(pairs[:16])  # load the session outside the timing
@@ -55,6 +65,10 @@ def main() -> None:
             n: {"median": round(median[n], 1), "rounds": [round(x, 1) for x in rates[n]]} for n in names
         },
         "ratio_to_default": {n: round(median[n] / median[DEFAULT_MODEL], 3) for n in names},
+        # a cascade's share of pairs that went on to its full model (the same share every round)
+        "routed_share": {
+            n: round(m.cascade.routed / m.cascade.seen, 4) for n, m in models.items() if m.cascade is not None
+        },
     }
     lines = [
         "# Shipped models side by side" + (f" with {len(args.model)} candidate(s)" if args.model else ""),
@@ -70,6 +84,8 @@ def main() -> None:
             f"| {models[n].name}{' (default)' if n == DEFAULT_MODEL else ''} | {median[n]:.1f} | "
             f"{min(rates[n]):.1f} - {max(rates[n]):.1f} | {result['ratio_to_default'][n]:.3f}x |"
         )
+    for n, share in result["routed_share"].items():
+        lines += ["", f"{models[n].name} sent {100 * share:.1f}% of the pairs on to its full model."]
     print(write_results(args.name, result, "\n".join(lines)).read_text())
 
 

@@ -100,6 +100,23 @@ class BenchResult:
 
 
 # -- machine ----------------------------------------------------------------------------------------
+# instruction sets that change int8 speed and results: without VNNI, onnxruntime's u8 x s8 GEMM sums
+# pairs of products in 16 bits, which can saturate (joint-v6's hold-out scores move by up to 0.018)
+ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def cpu_features() -> list[str]:
+    """The CPU's flags among ``ISA_FLAGS`` (Linux ``/proc/cpuinfo``; empty where unreadable)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                return [f for f in ISA_FLAGS if f in flags]
+    except OSError:
+        pass
+    return []
+
+
 def machine_info() -> dict[str, Any]:
     """CPU, cores, library versions and (where present) the GPU."""
     import onnxruntime
@@ -114,6 +131,7 @@ def machine_info() -> dict[str, Any]:
         pass
     info: dict[str, Any] = {
         "cpu": cpu,
+        "cpu_features": cpu_features(),
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -275,13 +293,36 @@ class Backend:
 
 
 def _onnx_fp32_dir(tmp: Path, threads: int | None, model: str | Path | None = None) -> Path:
-    """A model folder whose fp32 graph is the torch model (int8 weights dequantized), exported."""
-    import torch
+    """A model folder whose fp32 graph is the torch model (int8 weights dequantized), exported.
 
+    A cascade gets a cascade folder whose two members are so exported (the same route, fp32 models).
+    """
+    from fairstream.models.cascade import cascade_spec
     from fairstream.models.runtime import JointModel, resolve_model_dir
-    from fairstream.models.torch_backend import build_torch_model
 
     src = resolve_model_dir(model)
+    cfg = dict(JointModel(src).config)
+    spec = cascade_spec(src, cfg)
+    if spec is None:
+        return _export_fp32(src, tmp / "onnx-fp32", cfg)
+    fast, full, _ = spec
+    cfg["cascade"] = {
+        **cfg["cascade"],
+        "fast": str(_export_fp32(resolve_model_dir(fast), tmp / "onnx-fp32-fast")),
+        "full": str(_export_fp32(resolve_model_dir(full), tmp / "onnx-fp32-full")),
+    }
+    out = tmp / "onnx-fp32"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(cfg))
+    return out
+
+
+def _export_fp32(src: Path, out: Path, cfg: dict[str, Any] | None = None) -> Path:
+    import torch
+
+    from fairstream.models.runtime import JointModel
+    from fairstream.models.torch_backend import build_torch_model
+
     module = build_torch_model(src, attn_implementation="eager")
     names = ["input_ids", "attention_mask", "token_type_ids", "target_mask"]
     dummy = (
@@ -292,7 +333,6 @@ def _onnx_fp32_dir(tmp: Path, threads: int | None, model: str | Path | None = No
     )
     axes: dict[str, dict[int, str]] = {n: {0: "batch", 1: "sequence"} for n in names}
     axes.update({"wsd_logits": {0: "batch"}, "regard_logits": {0: "batch"}})
-    out = tmp / "onnx-fp32"
     out.mkdir()
     import warnings
 
@@ -308,7 +348,7 @@ def _onnx_fp32_dir(tmp: Path, threads: int | None, model: str | Path | None = No
             opset_version=17,
             dynamo=False,
         )
-    cfg = dict(JointModel(src).config)
+    cfg = dict(cfg if cfg is not None else JointModel(src).config)
     cfg["onnx"] = {"fp32": "model.fp32.onnx"}
     (out / "config.json").write_text(json.dumps(cfg))
     shutil.copy(src / "tokenizer.json", out / "tokenizer.json")
@@ -582,6 +622,8 @@ def end_to_end(
     model.predict_logits(
         [MentionInput("A Muslim family opened a bakery.", 2, 8, "muslim", "who believes in Islam")]
     )
+    if getattr(model, "cascade", None) is not None:  # count the run's pairs only
+        model.cascade.seen = model.cascade.routed = 0
     t0, c0 = time.perf_counter(), time.process_time()
     n_out = 0
     windows = ((lo, texts[lo : lo + window]) for lo in range(0, len(texts), window))
@@ -618,7 +660,16 @@ def end_to_end(
             "model_share": round(model_s / wall, 3) if wall else None,
             "keyword_share": round(keyword_s / wall, 3) if wall else None,
         },
+        # a cascade (the default): the share of judged pairs its fast model sent on to the full one
+        "cascade_routed_share": _routed_share(model),
     }
+
+
+def _routed_share(model: Any) -> float | None:
+    cascade = getattr(model, "cascade", None)
+    if cascade is None or not cascade.seen:
+        return None
+    return round(cascade.routed / cascade.seen, 4)
 
 
 # -- the run ----------------------------------------------------------------------------------------
@@ -707,7 +758,9 @@ def format_table(result: BenchResult) -> str:
     m, e, k = result.machine, result.end_to_end, result.keyword_stage
     gpu = m.get("gpu")
     lines = [
-        f"Machine: {m['cpu']}, {m['cores']} cores; "
+        f"Machine: {m['cpu']}"
+        + (f" ({', '.join(m['cpu_features'])})" if m.get("cpu_features") else "")
+        + f", {m['cores']} cores; "
         + (f"GPU {gpu['name']} ({gpu['memory_gb']} GB, CUDA {gpu['cuda']})" if gpu else "no GPU")
         + f"; Python {m['python']}, onnxruntime {m['onnxruntime']}, torch {m.get('torch')}; {m['date']}.",
         f"Corpus: {result.corpus['docs']} documents, {result.corpus['mb']} MB ({', '.join(result.corpus['shards'][:3])}"
@@ -718,7 +771,12 @@ def format_table(result: BenchResult) -> str:
         f"{e.get('scan_workers', 0)} keyword-stage worker processes): {_fmt(e['docs_per_s'], 1)} docs/s, "
         f"{_fmt(e['mb_per_s'], 3)} MB/s, {_fmt(e['mentions_per_s'], 1)} judged mentions/s "
         f"({e['mentions_judged']} mentions, {e['wall_s']} s wall, {e['cpu_s']} s CPU); "
-        f"time: model {e['split']['model_share']:.0%}, keyword stage {e['split']['keyword_share']:.0%}.",
+        f"time: model {e['split']['model_share']:.0%}, keyword stage {e['split']['keyword_share']:.0%}."
+        + (
+            f" The cascade sent {e['cascade_routed_share']:.1%} of the judged pairs on to its full model."
+            if e.get("cascade_routed_share") is not None
+            else ""
+        ),
         f"Keyword stage alone: {_fmt(k['mb_per_s'], 3)} MB/s ({_fmt(k['mb_per_cpu_s'], 3)} MB per CPU s), "
         f"{k['candidate_sentences']} candidate sentences, {k['mentions']} mentions, {k['unique_pairs']} unique "
         f"pairs ({k['duplicate_share']:.1%} repeats).",

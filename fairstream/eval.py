@@ -90,7 +90,10 @@ def evaluate_model(model: JointModel, labels: str | Path, taxonomy: Taxonomy | N
             [pairs[i] for i in idx], [pred_wsd[i] for i in idx], [pred_regard[i] for i in idx]
         )
     digest = hashlib.sha256(Path(labels).read_bytes()).hexdigest()
-    trained_on = digest in model.config.get("training", {}).get("label_files_sha256", [])
+    # a cascade trained on what either of its models trained on
+    cascade = getattr(model, "cascade", None)
+    configs = [cascade.fast.config, cascade.full.config] if cascade is not None else [model.config]
+    trained_on = any(digest in c.get("training", {}).get("label_files_sha256", []) for c in configs)
     return {
         "labels": str(labels),
         "labels_sha256": digest,

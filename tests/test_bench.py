@@ -44,6 +44,9 @@ def test_quick_run_writes_table_json_and_plot(quick_run):
     assert 0 < e2e["mentions_judged"] <= kw["mentions"]
     assert 0 < e2e["split"]["model_s"] < e2e["wall_s"] and 0 < e2e["split"]["keyword_stage_s"] < e2e["wall_s"]
     assert kw["unique_pairs"] <= kw["mentions"]
+    # the default cascade says how much of the run its full model judged
+    assert e2e["model"] == "fairstream-joint-v6-cascade" and 0 < e2e["cascade_routed_share"] < 1
+    assert "of the judged pairs on to its full model" in printed
 
 
 def test_every_cpu_backend_is_timed_and_agrees_with_int8(quick_run):
@@ -224,6 +227,7 @@ def test_model_option_runs_every_row_on_that_model(tmp_path, capsys):
     assert rc == 0
     data = json.loads((out / "bench.json").read_text())
     assert data["end_to_end"]["model"] == "fairstream-joint-v7-fast"
+    assert data["end_to_end"]["cascade_routed_share"] is None  # one graph
     rows = {r["backend"]: r for r in data["rows"]}
     # the reference is the same model's int8 graph: exact for itself, close for its dequantized torch twin
     assert rows["onnxruntime int8 (shipped)"]["agreement_vs_int8"]["mean_abs_dp"] < 1e-6

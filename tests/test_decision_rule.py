@@ -99,7 +99,7 @@ def test_both_backends_apply_the_offsets_through_the_same_rule(monkeypatch):
     wsd = rng.normal(size=(200, 3)).astype(np.float32) * 3
     reg = rng.normal(size=(200, 3)).astype(np.float32) * 2
     offsets = (0.7, 0.0, -0.4)
-    model = JointModel(default_model_dir())
+    model = JointModel(default_model_dir("joint-v6"))  # one graph: the cascade's full model
     model.regard_offsets = offsets
     monkeypatch.setattr(JointModel, "predict_logits", lambda self, items: (wsd, reg))
     onnx_preds = model.predict([None] * 200)  # type: ignore[list-item]
@@ -129,7 +129,7 @@ SENTENCES = [
 
 
 def _model_copy(tmp_path: Path, offsets: list[float] | None) -> Path:
-    src = default_model_dir()
+    src = default_model_dir("joint-v6")  # one graph: the default cascade's full model
     dst = tmp_path / ("offsets" if offsets else "plain")
     dst.mkdir()
     for name in ("model.int8.onnx", "tokenizer.json"):

@@ -186,6 +186,15 @@ def test_eval_models_on_a_labels_file(tiny_model_dir: Path, tmp_path: Path):
     assert result["trained_on_these_labels"] is True
     assert "NOTE: this labels file is part of the model's training data" in format_report(result)
 
+    # so does a cascade with that model as one of its two
+    cascade = tmp_path / "cascade"
+    cascade.mkdir()
+    (cascade / "config.json").write_text(
+        json.dumps({"name": "c", "cascade": {"fast": str(tiny_model_dir), "full": str(trained)}})
+    )
+    result = evaluate_model(JointModel(cascade), labels)
+    assert result["trained_on_these_labels"] is True and result["metrics"]["n"] == 3
+
 
 def test_score_reports_negative_precision_and_recall():
     from fairstream.eval import format_report, score

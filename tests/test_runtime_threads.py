@@ -65,7 +65,7 @@ def test_session_threads_auto_env_and_explicit(tiny_model_dir, monkeypatch):
 
 
 def test_parallel_batches_give_the_same_logits_as_one_at_a_time():
-    # the shipped batch-invariant model: 3 passes at once over 23 batches equal one pass at a time
+    # a shipped batch-invariant graph: 3 passes at once over 23 batches equal one pass at a time
     import pickle
 
     from fairstream.models.encoding import MentionInput
@@ -76,8 +76,8 @@ def test_parallel_batches_give_the_same_logits_as_one_at_a_time():
         text = " ".join([*words[: 4 + i % 11], "Asian", *words[i % 5 :]])
         start = text.index("Asian")
         items.append(MentionInput(text, start, start + 5, "asian", "a person of Asian race/ethnicity"))
-    one = JointModel(batch_size=4, intra_op_threads=1)
-    many = JointModel(batch_size=4, intra_op_threads=1, batch_threads=3)
+    one = JointModel("joint-v6", batch_size=4, intra_op_threads=1)
+    many = JointModel("joint-v6", batch_size=4, intra_op_threads=1, batch_threads=3)
     w1, r1 = one.predict_logits(items)
     w3, r3 = many.predict_logits(items)
     assert many._pool is not None and many._pool._max_workers == 3
@@ -93,7 +93,7 @@ def test_cpu_session_leaves_the_slow_skip_layer_norm_fusion_out(tmp_path):
 
     from fairstream.models.runtime import default_model_dir, make_session
 
-    shipped = default_model_dir() / "model.int8.onnx"
+    shipped = default_model_dir("joint-v6") / "model.int8.onnx"
     ours, default = tmp_path / "ours.onnx", tmp_path / "default.onnx"
     make_session(shipped, ["CPUExecutionProvider"], 1, optimized_model_path=ours)
     make_session(shipped, ["CPUExecutionProvider"], 1, optimized_model_path=default, disabled_optimizers=())

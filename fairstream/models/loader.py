@@ -72,7 +72,7 @@ def load_model(
     """The joint model for ``device``: ``JointModel`` (ONNX Runtime) or ``TorchJointModel``.
 
     Args:
-        model_dir: model folder or shipped model name (``None``: the shipped default, ``joint-v6``).
+        model_dir: model folder or shipped model name (``None``: the shipped default, ``joint-v6-cascade``).
         device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (see the module docstring).
         batch_size: rows per forward pass; ``None``: 8 on CPU (ONNX Runtime), sized from free GPU
             memory on CUDA.

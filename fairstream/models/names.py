@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-DEFAULT_MODEL = "joint-v6"
+DEFAULT_MODEL = "joint-v6-cascade"
 
 
 def default_model_dir(name: str = DEFAULT_MODEL) -> Path:
@@ -23,7 +23,7 @@ def shipped_model_names() -> list[str]:
 
 
 def shipped_models_text() -> str:
-    """The shipped model names for a help text, the default first: "joint-v6 (default), joint-v5, ..."."""
+    """The shipped model names for a help text, the default first: "joint-v6-cascade (default), joint-v7-fast, ..."."""
     others = sorted((n for n in shipped_model_names() if n != DEFAULT_MODEL), reverse=True)
     return ", ".join([f"{DEFAULT_MODEL} (default)", *others])
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import MissingDependencyError, ModelError
+from fairstream.models.cascade import Cascade
 from fairstream.models.decision import regard_index, regard_offsets_of
 from fairstream.models.encoding import MentionInput, encode_rows, pad_id_of, pad_rows
 from fairstream.models.names import (  # noqa: F401  (re-exported: runtime was their home)
@@ -212,6 +213,23 @@ class JointModel:
         self.regard_offsets: tuple[float, float, float] = regard_offsets_of(
             self.config, self.model_dir / "config.json"
         )
+        # a cascade folder (fairstream.models.cascade) holds no graph: two member models do the work
+        self.cascade: Cascade | None = None
+        if "cascade" in self.config:
+            self.cascade = Cascade(
+                self.model_dir,
+                self.config,
+                lambda member: JointModel(
+                    member,
+                    providers=providers,
+                    batch_size=batch_size,
+                    intra_op_threads=intra_op_threads,
+                    batch_threads=batch_threads,
+                ),
+            )
+            self.max_length = self.cascade.full.max_length
+            self.wsd_threshold, self.regard_offsets = self.cascade.wsd_threshold, self.cascade.regard_offsets
+            self.batch_invariant = self.cascade.batch_invariant
         self._session: Any = None
         self._pool: ThreadPoolExecutor | None = None
         self._tokenizer: Any = None
@@ -232,7 +250,7 @@ class JointModel:
             cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ModelError(f"{cfg_path}: corrupt model config ({exc}); re-export the model") from None
-        for key in ("name", "onnx"):
+        for key in ("name",) if "cascade" in cfg else ("name", "onnx"):
             if key not in cfg:
                 raise ModelError(
                     f"{cfg_path}: missing field {key!r}; re-export the model with export/export_onnx.py"
@@ -299,6 +317,8 @@ class JointModel:
 
     def resolved_threads(self) -> tuple[int, int]:
         """``(intra-op threads per pass, passes at once)`` this process will use (see the class doc)."""
+        if self.cascade is not None:
+            return self.cascade.full.resolved_threads()
         intra = self.intra_op_threads
         if intra is None:
             intra = _env_int(THREADS_ENV)
@@ -308,6 +328,13 @@ class JointModel:
             share = auto_intra_op_threads()
             return 1, self.batch_threads or share
         return intra, self.batch_threads or 1
+
+    @property
+    def tokenizer_file(self) -> Path:
+        """The model's ``tokenizer.json`` (a cascade's: its full model's)."""
+        if self.cascade is not None:
+            return self.cascade.full.tokenizer_file
+        return self.model_dir / "tokenizer.json"
 
     @property
     def device(self) -> str:
@@ -356,6 +383,10 @@ class JointModel:
     # -- inference ---------------------------------------------------------------------------------
     def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
         """Raw WSD and regard logits, in input order (shapes ``(n, 3)`` and ``(n, 3)``)."""
+        if self.cascade is not None:
+            out = self.cascade.predict_logits(items)
+            self.providers = self.cascade.full.providers
+            return out
         self._ensure_loaded()
         n = len(items)
         wsd = np.zeros((n, len(WSD_LABELS)), dtype=np.float32)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import MissingDependencyError, ModelError
+from fairstream.models.cascade import Cascade
 from fairstream.models.decision import NO_OFFSETS, regard_index
 from fairstream.models.encoding import MentionInput, encode_batch
 from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction, softmax
@@ -293,7 +294,7 @@ def build_torch_model(
     """The ``JointCrossEncoder`` of a model folder as a torch module (fp32, eval mode, on CPU).
 
     Args:
-        model_dir: model folder or shipped model name (``None``: the shipped default, ``joint-v6``).
+        model_dir: model folder or shipped model name (``None``: the shipped default, ``joint-v6-cascade``).
         attn_implementation: transformers attention (``"sdpa"``, or ``"eager"`` for export).
         onnx_kind: which graph of ``config.json``'s ``onnx`` to read (default: fp32, fp16, then int8).
 
@@ -307,6 +308,11 @@ def build_torch_model(
     from fairstream.models.torch_model import JointCrossEncoder
 
     meta = JointModel(model_dir)  # reads and checks config.json; loads no session
+    if meta.cascade is not None:
+        raise ModelError(
+            f"{meta.model_dir} is a cascade of two models ({meta.config['cascade']['fast']}, "
+            f"{meta.config['cascade']['full']}): build each of them (TorchJointModel runs the cascade)"
+        )
     if "torch" in meta.config and onnx_kind is None:
         return _build_from_torch_weights(meta.model_dir, meta.config["torch"], attn_implementation)
     files: dict[str, str] = meta.config["onnx"]
@@ -398,7 +404,7 @@ class TorchJointModel:
     into DataLoader workers).
 
     Args:
-        model_dir: model folder or shipped model name; ``None`` means the shipped default ``joint-v6``.
+        model_dir: model folder or shipped model name; ``None`` means the shipped default ``joint-v6-cascade``.
         device: a torch device string: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         dtype: ``"auto"`` (fp32 on CPU; bf16 on CUDA where supported, else fp16), ``"float32"``,
             ``"float16"`` or ``"bfloat16"``.
@@ -442,6 +448,16 @@ class TorchJointModel:
         self._lock = threading.Lock()
         self.resolved_dtype: str | None = None
         self.last_batch_sizes: list[int] = []  # rows of each forward pass of the last predict() call
+        # a cascade folder (fairstream.models.cascade): two member models on this device do the work
+        self.cascade: Cascade | None = None
+        if meta.cascade is not None:
+            self.cascade = Cascade(
+                meta.model_dir,
+                meta.config,
+                lambda member: TorchJointModel(
+                    member, device=device, dtype=dtype, batch_size=batch_size, threads=threads
+                ),
+            )
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -537,6 +553,10 @@ class TorchJointModel:
 
     def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
         """Raw WSD and regard logits (float32), in input order."""
+        if self.cascade is not None:
+            out = self.cascade.predict_logits(items)
+            self.resolved_dtype = self.cascade.full.resolved_dtype
+            return out
         self._ensure_loaded()
         torch = _require_torch()
         n = len(items)

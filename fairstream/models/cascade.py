@@ -1,0 +1,136 @@
+"""A two-model cascade: a fast model decides the mentions it is sure of, the full model the rest.
+
+A cascade model folder holds a ``config.json`` without ONNX files::
+
+    {"name": "fairstream-joint-v6-cascade",
+     "cascade": {"fast": "joint-v7-fast", "full": "joint-v6",
+                 "route": {"wsd_margin": 0.42, "regard_confidence": 0.97, "negative_probability": 0.05}}}
+
+``fast`` and ``full`` are shipped model names or folders (relative to the cascade's folder). Every
+mention goes through the fast model; a mention goes on to the full model (and takes its logits)
+when the fast model
+
+* is unsure whether the keyword refers to a person: ``|P(yes) - threshold| < wsd_margin``, or
+* calls it a person and is unsure of the regard: ``max P(regard) < regard_confidence``, or
+* calls it a person and gives negative regard some weight: ``P(negative) >= negative_probability``.
+
+So the fast model alone decides only confident non-person mentions and confident non-negative
+person mentions; every negative decision (the ones that drop sentences) is the full model's. The
+route depends on each mention's own fast logits, so a cascade of batch-invariant models is
+batch-invariant. The numbers above were fixed on unlabelled corpus pairs (the cheapest rule that
+agreed with the full model on >= 99% of decisions and on the negatives with Jaccard >= 0.95), not on a
+labelled set; their quality is measured on the hold-outs (see the cascade's MODEL_CARD.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fairstream.errors import ModelError
+from fairstream.models.encoding import MentionInput
+
+logger = logging.getLogger(__name__)
+
+ROUTE_KEYS = ("wsd_margin", "regard_confidence", "negative_probability")
+
+
+@dataclass(frozen=True)
+class CascadeRoute:
+    """When the fast model's answer is not taken (see the module doc)."""
+
+    wsd_margin: float = 0.42
+    regard_confidence: float = 0.97
+    negative_probability: float = 0.05
+
+    def routed(self, wsd_logits: np.ndarray, regard_logits: np.ndarray, wsd_threshold: float) -> np.ndarray:
+        """Boolean mask: the mentions that go on to the full model."""
+        from fairstream.models.runtime import softmax
+
+        p_yes = softmax(wsd_logits)[:, 1]
+        regard = softmax(regard_logits)
+        person = p_yes >= wsd_threshold
+        unsure_person = np.abs(p_yes - wsd_threshold) < self.wsd_margin
+        unsure_regard = regard.max(axis=1) < self.regard_confidence
+        maybe_negative = regard[:, 0] >= self.negative_probability
+        return np.asarray(unsure_person | (person & (unsure_regard | maybe_negative)))
+
+
+def cascade_spec(
+    model_dir: Path, config: dict[str, Any]
+) -> tuple[str | Path, str | Path, CascadeRoute] | None:
+    """``(fast, full, route)`` when ``config`` (read from ``model_dir/config.json``) is a cascade, else None."""
+    spec = config.get("cascade")
+    if spec is None:
+        return None
+    where = model_dir / "config.json"
+    if not isinstance(spec, dict) or not all(isinstance(spec.get(k), str) for k in ("fast", "full")):
+        raise ModelError(f'{where}: "cascade" needs "fast" and "full" (model names or folders)')
+    route = spec.get("route", {})
+    unknown = set(route) - set(ROUTE_KEYS)
+    if unknown:
+        raise ModelError(
+            f"{where}: unknown cascade route setting(s) {sorted(unknown)}; allowed: {', '.join(ROUTE_KEYS)}"
+        )
+
+    def member(value: str) -> str | Path:
+        local = model_dir / value
+        return local if (local / "config.json").is_file() else value
+
+    return member(spec["fast"]), member(spec["full"]), CascadeRoute(**{k: float(v) for k, v in route.items()})
+
+
+def is_cascade(model_dir: Path) -> bool:
+    """Whether ``model_dir`` holds a cascade's config (a cheap check that loads no model)."""
+    try:
+        return "cascade" in json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
+class Cascade:
+    """Routes mentions between two loaded models that share the ``predict_logits`` interface.
+
+    ``make(spec)`` builds a member model (a ``JointModel`` or ``TorchJointModel``) from a name or
+    folder, so both members get the caller's device, batch size and threads. Counts what it routed
+    (``seen``, ``routed``) for benchmarks and logs.
+    """
+
+    def __init__(self, model_dir: Path, config: dict[str, Any], make: Callable[[str | Path], Any]) -> None:
+        spec = cascade_spec(model_dir, config)
+        if spec is None:
+            raise ModelError(f'{model_dir}/config.json: not a cascade (no "cascade" section)')
+        fast_spec, full_spec, self.route = spec
+        self.fast, self.full = make(fast_spec), make(full_spec)
+        for attr in ("wsd_threshold", "regard_offsets"):
+            if getattr(self.fast, attr) != getattr(self.full, attr):
+                raise ModelError(
+                    f"{model_dir}/config.json: the cascade's models differ in {attr} "
+                    f"({getattr(self.fast, attr)} vs {getattr(self.full, attr)}); their decisions must mean the same"
+                )
+        self.wsd_threshold: float = self.full.wsd_threshold
+        self.regard_offsets: tuple[float, float, float] = self.full.regard_offsets
+        self.batch_invariant = bool(
+            getattr(self.fast, "batch_invariant", False) and getattr(self.full, "batch_invariant", False)
+        )
+        self.seen = 0
+        self.routed = 0
+
+    def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
+        """Raw WSD and regard logits in input order: the full model's for routed mentions."""
+        wsd, regard = self.fast.predict_logits(items)
+        mask = self.route.routed(wsd, regard, self.wsd_threshold)
+        idx = np.flatnonzero(mask)
+        if len(idx):
+            full_wsd, full_regard = self.full.predict_logits([items[i] for i in idx])
+            wsd, regard = wsd.copy(), regard.copy()
+            wsd[idx], regard[idx] = full_wsd, full_regard
+        self.seen += len(items)
+        self.routed += len(idx)
+        return wsd, regard
