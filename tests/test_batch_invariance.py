@@ -74,7 +74,12 @@ def _assert_alone_padded_and_in_any_batch(model: JointModel, targets, others, rn
 @pytest.mark.parametrize("threads", [1, 2])
 def test_shipped_model_probabilities_alone_padded_and_in_any_batch(dev_mentions, threads: int):
     model = JointModel(intra_op_threads=threads)
-    _assert_alone_padded_and_in_any_batch(model, dev_mentions[:6], dev_mentions[6:], random.Random(threads))
+    # the default is a cascade: each of its graphs (the route itself is tested in test_cascade.py)
+    graphs = [model.cascade.fast, model.cascade.full] if model.cascade is not None else [model]
+    for graph in graphs:
+        _assert_alone_padded_and_in_any_batch(
+            graph, dev_mentions[:6], dev_mentions[6:], random.Random(threads)
+        )
 
 
 @pytest.mark.parametrize("name", [n for n in shipped_model_names() if n != DEFAULT_MODEL])

@@ -120,6 +120,9 @@ def test_bad_cascade_configs_name_the_file_and_the_problem(tmp_path):
         ModelError, match=r"unknown cascade route setting\(s\) \['margin'\]; allowed: wsd_margin"
     ):
         JointModel(tmp_path / "b")
+    write_config(tmp_path / "d", {"fast": ".", "full": "joint-v6"})
+    with pytest.raises(ModelError, match="names itself as a member"):
+        JointModel(tmp_path / "d")
     write_config(tmp_path / "c", {"fast": "joint-v7-fast", "full": "no-such-model"})
     with pytest.raises(ModelError, match=r"no-such-model/config\.json: model config not found"):
         JointModel(tmp_path / "c")
@@ -141,3 +144,15 @@ def test_tokenizer_file_of_a_cascade_is_its_full_models():
     assert JointModel(CASCADE).tokenizer_file == default_model_dir("joint-v6") / "tokenizer.json"
     assert JointModel(CASCADE).tokenizer_file.is_file()
     assert JointModel("joint-v7-fast").tokenizer_file == default_model_dir("joint-v7-fast") / "tokenizer.json"
+
+
+def test_torch_cascade_reports_both_models_forward_passes(items):
+    pytest.importorskip("torch")
+    from fairstream.models.loader import load_model
+
+    model = load_model(CASCADE, device="cpu", backend="torch", batch_size=16, threads=1)
+    model.predict_logits(items[:64])
+    routed = model.cascade.last_routed
+    assert 0 < routed < 64
+    # 64 rows through the fast model, then the routed ones through the full model, 16 at most per pass
+    assert sum(model.last_batch_sizes) == 64 + routed and max(model.last_batch_sizes) <= 16

@@ -379,3 +379,39 @@ def test_other_encoder_architectures_export_and_run_batch_invariant(arch: str, t
 def softmax_yes(wsd_logits: np.ndarray) -> np.ndarray:
     e = np.exp(wsd_logits - wsd_logits.max(1, keepdims=True))
     return (e / e.sum(1, keepdims=True))[:, 1]
+
+
+def test_exported_activations_use_7_bits_so_avx2_pair_sums_cannot_saturate(
+    tiny_model_dir: Path, tmp_path: Path
+):
+    # onnxruntime's u8 x s8 GEMM on CPUs without VNNI adds pairs of byte products in 16-bit saturating
+    # arithmetic: with 8-bit activations (q up to 255) a pair reaches 255 * 127 * 2 = 64,770 and the
+    # int8 logits depend on the CPU class; 7-bit activations keep every pair sum exact
+    import onnx
+    from onnx import numpy_helper
+
+    from export.quantize import per_row_activations, quantization_tag, quantize_dynamic_int8
+
+    graph = onnx.load(str(tiny_model_dir / "model.int8.onnx")).graph
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    smax, zp = float(inits["perrow/smax"]), int(inits["perrow/zp128"])
+    assert (smax, zp) == (63.0, 64)
+    weights = [inits[n.input[1]] for n in graph.node if n.op_type == "MatMulIntegerToFloat"]
+    assert weights and all(w.dtype == np.int8 for w in weights)
+    largest_pair = 2 * (zp + smax) * max(int(np.abs(w.astype(np.int32)).max()) for w in weights)
+    assert largest_pair <= 32767, largest_pair
+    assert json.loads((tiny_model_dir / "config.json").read_text())["quantization"] == quantization_tag(7)
+    # the 8-bit scheme of the graphs shipped before session 23 stays available, and does overflow
+    from export.export_onnx import export_fp32
+
+    fp32, dyn = tmp_path / "fp32.onnx", tmp_path / "dyn.onnx"
+    export_fp32(tiny_model_dir.parent / "run", fp32, 128)
+    quantize_dynamic_int8(fp32, dyn)
+    eight = {
+        i.name: numpy_helper.to_array(i)
+        for i in per_row_activations(onnx.load(str(dyn)), 8).graph.initializer
+    }
+    assert (float(eight["perrow/smax"]), int(eight["perrow/zp128"])) == (127.0, 128)
+    assert 2 * (128 + 127) * 127 > 32767
+    with pytest.raises(ValueError, match="activation_bits=6: must be 7 or 8"):
+        per_row_activations(onnx.load(str(dyn)), 6)

@@ -91,8 +91,9 @@ def test_torch_cpu_agrees_with_shipped_int8_on_dev_mentions(torch_cpu, dev_items
 
 def test_batching_padding_and_sorting_do_not_change_results(dev_items):
     items = dev_items[:48]
-    alone = TorchJointModel(device="cpu", batch_size=1, threads=1)
-    batched = TorchJointModel(device="cpu", batch_size=16, threads=1)
+    # one graph (the default cascade's full model): its forward passes are what this test counts
+    alone = TorchJointModel("joint-v6", device="cpu", batch_size=1, threads=1)
+    batched = TorchJointModel("joint-v6", device="cpu", batch_size=16, threads=1)
     one_by_one = np.concatenate([alone.predict_logits([it])[0] for it in items[:12]])
     w1, r1 = alone.predict_logits(items)
     w16, r16 = batched.predict_logits(items)

@@ -81,7 +81,11 @@ def cascade_spec(
 
     def member(value: str) -> str | Path:
         local = model_dir / value
-        return local if (local / "config.json").is_file() else value
+        if not (local / "config.json").is_file():
+            return value
+        if local.resolve() == model_dir.resolve():
+            raise ModelError(f"{where}: the cascade names itself as a member ({value!r})")
+        return local
 
     return member(spec["fast"]), member(spec["full"]), CascadeRoute(**{k: float(v) for k, v in route.items()})
 
@@ -121,6 +125,7 @@ class Cascade:
         )
         self.seen = 0
         self.routed = 0
+        self.last_routed = 0  # mentions of the last call that went on to the full model
 
     def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
         """Raw WSD and regard logits in input order: the full model's for routed mentions."""
@@ -133,4 +138,5 @@ class Cascade:
             wsd[idx], regard[idx] = full_wsd, full_regard
         self.seen += len(items)
         self.routed += len(idx)
+        self.last_routed = len(idx)
         return wsd, regard

@@ -555,7 +555,13 @@ class TorchJointModel:
         """Raw WSD and regard logits (float32), in input order."""
         if self.cascade is not None:
             out = self.cascade.predict_logits(items)
-            self.resolved_dtype = self.cascade.full.resolved_dtype
+            fast, full = self.cascade.fast, self.cascade.full
+            self.resolved_dtype = full.resolved_dtype or fast.resolved_dtype
+            # both models' forward passes of this call (the full model ran only if something was routed)
+            self.last_batch_sizes = [
+                *fast.last_batch_sizes,
+                *(full.last_batch_sizes if self.cascade.last_routed else []),
+            ]
             return out
         self._ensure_loaded()
         torch = _require_torch()
