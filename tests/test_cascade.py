@@ -120,6 +120,14 @@ def test_bad_cascade_configs_name_the_file_and_the_problem(tmp_path):
         ModelError, match=r"unknown cascade route setting\(s\) \['margin'\]; allowed: wsd_margin"
     ):
         JointModel(tmp_path / "b")
+    write_config(tmp_path / "e", {"fast": "joint-v7-fast", "full": "joint-v6", "route": {"wsd_margin": 1.5}})
+    with pytest.raises(
+        ModelError, match=r"cascade route: wsd_margin=1.5: must be a probability between 0 and 1"
+    ):
+        JointModel(tmp_path / "e")
+    write_config(tmp_path / "f", {"fast": "joint-v7-fast", "full": "joint-v6", "fsat": "x"})
+    with pytest.raises(ModelError, match=r"unknown \"cascade\" field\(s\) \['fsat'\]"):
+        JointModel(tmp_path / "f")
     write_config(tmp_path / "d", {"fast": ".", "full": "joint-v6"})
     with pytest.raises(ModelError, match="names itself as a member"):
         JointModel(tmp_path / "d")

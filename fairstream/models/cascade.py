@@ -14,8 +14,8 @@ when the fast model
 * calls it a person and is unsure of the regard: ``max P(regard) < regard_confidence``, or
 * calls it a person and gives negative regard some weight: ``P(negative) >= negative_probability``.
 
-So the fast model alone decides only confident non-person mentions and confident non-negative
-person mentions; every negative decision (the ones that drop sentences) is the full model's. The
+(probabilities before any ``regard_logit_offsets``, which both models must share). So the fast model
+alone decides only confident non-person mentions and confident non-negative person mentions; every negative decision (the ones that drop sentences) is the full model's. The
 route depends on each mention's own fast logits, so a cascade of batch-invariant models is
 batch-invariant. The numbers above were fixed on unlabelled corpus pairs (the cheapest rule that
 agreed with the full model on >= 99% of decisions and on the negatives with Jaccard >= 0.95), not on a
@@ -49,6 +49,12 @@ class CascadeRoute:
     regard_confidence: float = 0.97
     negative_probability: float = 0.05
 
+    def __post_init__(self) -> None:
+        for key in ROUTE_KEYS:
+            value = getattr(self, key)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{key}={value}: must be a probability between 0 and 1")
+
     def routed(self, wsd_logits: np.ndarray, regard_logits: np.ndarray, wsd_threshold: float) -> np.ndarray:
         """Boolean mask: the mentions that go on to the full model."""
         from fairstream.models.runtime import softmax
@@ -72,6 +78,9 @@ def cascade_spec(
     where = model_dir / "config.json"
     if not isinstance(spec, dict) or not all(isinstance(spec.get(k), str) for k in ("fast", "full")):
         raise ModelError(f'{where}: "cascade" needs "fast" and "full" (model names or folders)')
+    extra = set(spec) - {"fast", "full", "route"}
+    if extra:
+        raise ModelError(f'{where}: unknown "cascade" field(s) {sorted(extra)}; allowed: fast, full, route')
     route = spec.get("route", {})
     unknown = set(route) - set(ROUTE_KEYS)
     if unknown:
@@ -87,7 +96,11 @@ def cascade_spec(
             raise ModelError(f"{where}: the cascade names itself as a member ({value!r})")
         return local
 
-    return member(spec["fast"]), member(spec["full"]), CascadeRoute(**{k: float(v) for k, v in route.items()})
+    try:
+        rule = CascadeRoute(**{k: float(v) for k, v in route.items()})
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{where}: cascade route: {exc}") from None
+    return member(spec["fast"]), member(spec["full"]), rule
 
 
 def is_cascade(model_dir: Path) -> bool:
@@ -123,6 +136,7 @@ class Cascade:
         self.batch_invariant = bool(
             getattr(self.fast, "batch_invariant", False) and getattr(self.full, "batch_invariant", False)
         )
+        logger.debug("cascade %s: %s first, %s where %s", model_dir, fast_spec, full_spec, self.route)
         self.seen = 0
         self.routed = 0
         self.last_routed = 0  # mentions of the last call that went on to the full model
