@@ -164,3 +164,17 @@ def test_torch_cascade_reports_both_models_forward_passes(items):
     assert 0 < routed < 64
     # 64 rows through the fast model, then the routed ones through the full model, 16 at most per pass
     assert sum(model.last_batch_sizes) == 64 + routed and max(model.last_batch_sizes) <= 16
+
+
+def test_onnxruntime_gpu_backend_checks_each_member_for_a_gpu_graph_with_a_faked_provider_list(monkeypatch):
+    # no onnxruntime-gpu here: only the provider list is faked, to reach the graph check; the shipped
+    # members hold int8 graphs only, which the CUDA provider cannot run, and the error names the member
+    import onnxruntime
+
+    from fairstream.models.loader import load_model
+
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
+    with pytest.raises(ModelError, match=r"joint-v7-fast: no fp16/fp32 ONNX graph for the CUDA provider"):
+        load_model(CASCADE, device="cuda", backend="onnxruntime")

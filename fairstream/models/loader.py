@@ -136,11 +136,14 @@ def _onnxruntime_gpu(model_dir: str | Path | None, device: str, batch_size: int,
             f"backend='onnxruntime' runs on cuda:0 only here (got {device}); use the torch backend for other GPUs"
         )
     model = JointModel(model_dir, batch_size=batch_size, intra_op_threads=threads)
-    if not {"fp16", "fp32"} & set(model.config["onnx"]):
-        raise ModelError(
-            f"{model.model_dir}: no fp16/fp32 ONNX graph for the CUDA provider (int8 runs on CPU only); "
-            "export one with `python -m export.export_onnx --fp16` or use the torch backend"
-        )
+    # a cascade (the default) has no graph of its own: each of its two models needs one
+    graphs = [model] if model.cascade is None else [model.cascade.fast, model.cascade.full]
+    for graph in graphs:
+        if not {"fp16", "fp32"} & set(graph.config["onnx"]):
+            raise ModelError(
+                f"{graph.model_dir}: no fp16/fp32 ONNX graph for the CUDA provider (int8 runs on CPU only); "
+                "export one with `python -m export.export_onnx --fp16` or use the torch backend"
+            )
     # the CPU provider last: ops the GPU providers do not take fall back to it
     providers = [p for p in ("TensorrtExecutionProvider", "CUDAExecutionProvider") if p in available]
     providers.append("CPUExecutionProvider")
