@@ -44,14 +44,6 @@ def corpus_pairs(corpus: Path, limit: int) -> tuple[list[dict[str, Any]], list[A
 
 
 def machine() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
@@ -60,11 +52,12 @@ def machine() -> dict[str, Any]:
         commit = ""
     import onnxruntime
 
-    from fairstream.bench import cpu_features
+    from fairstream.bench import cpu_model_and_features
 
+    cpu, features = cpu_model_and_features()
     return {
         "cpu": cpu,
-        "cpu_features": cpu_features(),
+        "cpu_features": features,
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),

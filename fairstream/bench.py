@@ -105,33 +105,31 @@ class BenchResult:
 ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
 
 
-def cpu_features() -> list[str]:
-    """The CPU's flags among ``ISA_FLAGS`` (Linux ``/proc/cpuinfo``; empty where unreadable)."""
+def cpu_model_and_features() -> tuple[str, list[str]]:
+    """The CPU's model name and its flags among ``ISA_FLAGS``, from one read of Linux ``/proc/cpuinfo``.
+
+    Elsewhere (or unreadable): ``platform.processor()`` and no flags.
+    """
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                return [f for f in ISA_FLAGS if f in flags]
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        pass
-    return []
+        lines = []
+    first: dict[str, str] = {}  # the first core's fields
+    for line in lines:
+        key, _, value = line.partition(":")
+        first.setdefault(key.strip(), value.strip())
+    flags = set(first.get("flags", "").split())
+    return first.get("model name") or platform.processor(), [f for f in ISA_FLAGS if f in flags]
 
 
 def machine_info() -> dict[str, Any]:
     """CPU, cores, library versions and (where present) the GPU."""
     import onnxruntime
 
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu, features = cpu_model_and_features()
     info: dict[str, Any] = {
         "cpu": cpu,
-        "cpu_features": cpu_features(),
+        "cpu_features": features,
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
