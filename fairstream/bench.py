@@ -531,7 +531,8 @@ def time_backend(
         import torch as torch_mod
     for bs in backend.sweep:
         model = backend.make(bs)
-        model.predict_logits(pairs[: min(len(pairs), 8)])  # load and warm up outside the timing
+        # load and warm up outside the timing (on a GPU, with batches of the sizes the timed run uses)
+        model.predict_logits(pairs[: min(len(pairs), 2048 if torch_mod is not None else 8)])
         walls, cpus = [], []
         gpu: dict[str, Any] | None = None
         logits: tuple[np.ndarray, np.ndarray] | None = None

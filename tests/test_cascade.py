@@ -178,3 +178,24 @@ def test_onnxruntime_gpu_backend_checks_each_member_for_a_gpu_graph_with_a_faked
     )
     with pytest.raises(ModelError, match=r"joint-v7-fast: no fp16/fp32 ONNX graph for the CUDA provider"):
         load_model(CASCADE, device="cuda", backend="onnxruntime")
+
+
+def test_torch_cascade_tokenizes_once_for_both_models(items, monkeypatch):
+    """The members share a tokenizer, so the routed rows of the fast model's inputs go on as they are."""
+    pytest.importorskip("torch")
+    from fairstream.models.torch_backend import TorchJointModel
+
+    shared = TorchJointModel(CASCADE, device="cpu", batch_size=8, threads=1, chunk_size=24, prefetch=True)
+    separate = TorchJointModel(CASCADE, device="cpu", batch_size=8, threads=1, chunk_size=24)
+    separate.cascade._shared = False  # the generic path: each model tokenizes what it is given
+
+    def refuse(_items):
+        raise AssertionError("the full model tokenized again")
+
+    monkeypatch.setattr(shared.cascade.full, "encode", refuse)
+    w, r = shared.predict_logits(items[:60])
+    w2, r2 = separate.predict_logits(items[:60])
+    assert shared.cascade._shared is True
+    assert shared.cascade.last_routed == separate.cascade.last_routed > 0
+    np.testing.assert_allclose(w, w2, atol=1e-4)
+    np.testing.assert_allclose(r, r2, atol=1e-4)

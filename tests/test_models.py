@@ -4,6 +4,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -415,3 +416,56 @@ def test_exported_activations_use_7_bits_so_avx2_pair_sums_cannot_saturate(
     assert 2 * (128 + 127) * 127 > 32767
     with pytest.raises(ValueError, match="activation_bits=6: must be 7 or 8"):
         per_row_activations(onnx.load(str(dyn)), 6)
+
+
+def _byte_level_tokenizer(texts: list[str]) -> Any:
+    """A RoBERTa-style tokenizer (byte-level BPE, ``<s> a </s></s> b </s>``) trained on ``texts``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
+    tok.train_from_iterator(texts, trainer)
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    return tok
+
+
+def test_vectorized_encode_batch_equals_the_per_token_rows(tiny_model_dir: Path):
+    """``encode_batch`` (array operations, the GPU feeder) builds exactly ``pad_rows(encode_rows(...))``.
+
+    Mentions where the fast path must step aside: truncation, a non-ASCII keyword (a character
+    can be several byte-level tokens), a control character the normalizer removes, a keyword at
+    the very start or end, CJK text, a keyword inside a longer word."""
+    from tokenizers import Tokenizer
+
+    from fairstream.models.encoding import encode_rows, pad_id_of, pad_rows
+
+    def at(text: str, word: str, nth: int = 0) -> MentionInput:
+        start = -1
+        for _ in range(nth + 1):
+            start = text.index(word, start + 1)
+        return MentionInput(text, start, start + len(word), word.lower(), "a person of some group")
+
+    long_text = "filler words here " * 60 + SENT + " trailing words" * 60
+    mentions = [
+        at(SENT, "Muslim"), at(SENT, "Muslim", 1), at(SENT, "Asian"),
+        at("Muslim at the start.", "Muslim"), at("At the end: Asian", "Asian"),
+        at("A Māori elder spoke; Māori voices.", "Māori", 1), at("The\x07 Asian\x00 nurse.", "Asian"),
+        at("中国人 and a Chinese visitor 在这里.", "Chinese"), at("Pan-Asian festivals, Asians too.", "Asian", 1),
+        at(long_text, "Asian"), at("An Asian", "Asian"), at("x " * 300 + "a Jewish man", "Jewish"),
+    ]  # fmt: skip
+    tokenizers = {"wordpiece": Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json")),
+                  "byte-level": _byte_level_tokenizer([m.text for m in mentions] + ["<< >> ; a person of some group"])}  # fmt: skip
+    for name, tok in tokenizers.items():
+        tok.no_truncation()
+        tok.no_padding()
+        for max_length in (16, 48, 192):
+            fast = encode_batch(tok, mentions, max_length)
+            rows = pad_rows(encode_rows(tok, mentions, max_length), pad_id_of(tok))
+            for key, want in rows.items():
+                assert fast[key].dtype == want.dtype, (name, key)
+                np.testing.assert_array_equal(
+                    fast[key], want, err_msg=f"{name} {key} max_length={max_length}"
+                )
+            assert (fast["target_mask"].sum(axis=1) >= 1).all()

@@ -226,3 +226,19 @@ def test_filter_cli_rejects_a_bad_device_naming_the_flag(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("fairstream: error: --device") and "cpu, cuda, cuda:N, auto" in err
     assert len(err.splitlines()) == 1
+
+
+def test_chunked_and_prefetched_tokenization_keeps_results_and_order(dev_items):
+    """The GPU feeder (chunks tokenized in a thread ahead of the model) on CPU, same code path."""
+    items = dev_items[:40]
+    whole = TorchJointModel("joint-v6", device="cpu", batch_size=8, threads=1)
+    ahead = TorchJointModel("joint-v6", device="cpu", batch_size=8, threads=1, chunk_size=7, prefetch=True)
+    w, r = whole.predict_logits(items)
+    w7, r7 = ahead.predict_logits(items)
+    np.testing.assert_allclose(w7, w, atol=1e-4)
+    np.testing.assert_allclose(r7, r, atol=1e-4)
+    assert ahead.last_batch_sizes == [7] * 5 + [5]  # one pass per chunk: batches never span two
+    assert sum(whole.last_batch_sizes) == 40 and max(whole.last_batch_sizes) == 8
+    assert ahead.predict_logits([])[0].shape == (0, 3)
+    with pytest.raises(ValueError, match="chunk_size=0"):
+        TorchJointModel("joint-v6", device="cpu", chunk_size=0)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import ModelError
-from fairstream.models.encoding import MentionInput
+from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput
 
 logger = logging.getLogger(__name__)
 
@@ -140,9 +140,19 @@ class Cascade:
         self.seen = 0
         self.routed = 0
         self.last_routed = 0  # mentions of the last call that went on to the full model
+        self._shared: bool | None = None
+
+    def _shares_encoding(self) -> bool:
+        """Whether the members build equal inputs (same tokenizer and length), so one tokenization serves both."""
+        if self._shared is None:
+            keys = [getattr(m, "encoding_key", None) for m in (self.fast, self.full)]
+            self._shared = all(callable(k) for k in keys) and keys[0]() == keys[1]()  # type: ignore[misc]
+        return self._shared
 
     def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
         """Raw WSD and regard logits in input order: the full model's for routed mentions."""
+        if self._shares_encoding():
+            return self._predict_shared(items)
         wsd, regard = self.fast.predict_logits(items)
         mask = self.route.routed(wsd, regard, self.wsd_threshold)
         idx = np.flatnonzero(mask)
@@ -153,4 +163,24 @@ class Cascade:
         self.seen += len(items)
         self.routed += len(idx)
         self.last_routed = len(idx)
+        return wsd, regard
+
+    def _predict_shared(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`predict_logits`, tokenizing once: the routed rows of the fast model's inputs go on."""
+        n = len(items)
+        wsd = np.zeros((n, len(WSD_LABELS)), dtype=np.float32)
+        regard = np.zeros((n, len(REGARD_LABELS)), dtype=np.float32)
+        self.fast.last_batch_sizes, self.full.last_batch_sizes = [], []
+        routed = 0
+        for start, feeds in self.fast.encoded_chunks(items):
+            stop = start + len(feeds["input_ids"])
+            w, r = self.fast.run_encoded(feeds)
+            idx = np.flatnonzero(self.route.routed(w, r, self.wsd_threshold))
+            if len(idx):
+                w[idx], r[idx] = self.full.run_encoded({k: v[idx] for k, v in feeds.items()})
+            wsd[start:stop], regard[start:stop] = w, r
+            routed += len(idx)
+        self.seen += n
+        self.routed += routed
+        self.last_routed = routed
         return wsd, regard

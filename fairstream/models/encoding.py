@@ -12,6 +12,7 @@ Only ``tokenizers`` and ``numpy`` are imported here: no torch on the inference p
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,8 +126,69 @@ def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> 
 
     The tokenizer must have truncation and padding disabled; this function pads to the longest
     item (so callers should sort by length to cut padding) and truncates the first segment only.
+    Equal to ``pad_rows(encode_rows(...))``, built with array operations: the Python work per
+    mention is a few attribute reads, which keeps a GPU fed (the per-token loop of
+    :func:`encode_rows` runs only for the rare rows that need truncation or whose keyword span does
+    not map to tokens).
     """
-    return pad_rows(encode_rows(tokenizer, items, max_length), pad_id_of(tokenizer))
+    marked = [marked_text(it) for it in items]
+    encs = tokenizer.encode_batch([(m[0], attribute_text(it)) for m, it in zip(marked, items, strict=True)])
+    n = len(encs)
+    ids_of = [e.ids for e in encs]
+    types_of = [e.type_ids for e in encs]
+    lengths = np.fromiter(map(len, ids_of), dtype=np.int64, count=n)
+    # the target span: the first-segment tokens from the one holding the keyword's first character
+    # to the one holding its last (contiguous, as the markers put spaces around the keyword)
+    first = np.zeros(n, dtype=np.int64)
+    last = np.full(n, -1, dtype=np.int64)
+    special: dict[int, TokenRow] = {}
+    for i, (enc, (text, ks, ke)) in enumerate(zip(encs, marked, strict=True)):
+        # ASCII keywords only: a character there is one byte, so one token even for byte-level BPE
+        ascii_word = text[ks:ke].isascii()
+        a, b = (enc.char_to_token(ks, 0), enc.char_to_token(ke - 1, 0)) if ascii_word else (None, None)
+        if a is None or b is None or lengths[i] > max_length:
+            seq, offsets = enc.sequence_ids, enc.offsets
+            target = [
+                1.0 if s == 0 and o[0] < ke and o[1] > ks else 0.0 for s, o in zip(seq, offsets, strict=True)
+            ]
+            ids, types = ids_of[i], types_of[i]
+            if len(ids) > max_length:
+                ids, types, target, seq = _truncate_first(ids, types, target, seq, max_length)
+            special[i] = (ids, types, target)
+            lengths[i] = len(ids)
+        else:
+            first[i], last[i] = a, b
+    width = int(lengths.max()) if n else 0
+    pad_id = pad_id_of(tokenizer)
+    cols = np.arange(width)
+    attention = (cols < lengths[:, None]).astype(np.int64)
+    input_ids = np.full((n, width), pad_id, dtype=np.int64)
+    token_type = np.zeros((n, width), dtype=np.int64)
+    regular = np.array([i for i in range(n) if i not in special], dtype=np.int64) if special else np.arange(n)
+    if len(regular):
+        mask = attention[regular].astype(bool)
+        flat_ids = np.fromiter(itertools.chain.from_iterable(ids_of[i] for i in regular), dtype=np.int64)
+        flat_types = np.fromiter(itertools.chain.from_iterable(types_of[i] for i in regular), dtype=np.int64)
+        block = np.full((len(regular), width), pad_id, dtype=np.int64)
+        block[mask] = flat_ids
+        input_ids[regular] = block
+        block = np.zeros((len(regular), width), dtype=np.int64)
+        block[mask] = flat_types
+        token_type[regular] = block
+    target_mask = ((cols >= first[:, None]) & (cols <= last[:, None])).astype(np.float32)
+    for i, (ids, types, target) in special.items():
+        k = len(ids)
+        input_ids[i, :k] = ids
+        token_type[i, :k] = types
+        target_mask[i, :k] = target
+        if not any(target):  # keep the pooling well defined even if the keyword was cut
+            target_mask[i, 0] = 1.0
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention,
+        "token_type_ids": token_type,
+        "target_mask": target_mask,
+    }
 
 
 def _truncate_first(

@@ -19,11 +19,13 @@ tensors are pinned for asynchronous copies. torch, transformers and onnx are imp
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,8 @@ CPU_BATCH_SIZE = 32
 # largest auto-sized batch on CUDA; past this the GPU is saturated for a MiniLM-sized encoder
 MAX_AUTO_BATCH = 4096
 _TOKENIZE_CHUNK = 8192  # mentions tokenized at once, bounds the host memory of one predict() call
+# on CUDA: smaller chunks, so tokenizing the next one overlaps the GPU's work on this one
+_CUDA_CHUNK = 4096
 
 
 def _require_torch() -> Any:
@@ -411,6 +415,9 @@ class TorchJointModel:
         batch_size: rows per forward pass; ``None``: sized from free GPU memory and each batch's
             sequence length on CUDA, ``CPU_BATCH_SIZE`` on CPU.
         threads: torch intra-op threads on CPU (``None``: torch's default).
+        chunk_size: mentions tokenized at once (``None``: 4096 on CUDA, 8192 on CPU); bounds host memory.
+        prefetch: tokenize the next chunk in a thread while the model runs this one (``None``: on
+            CUDA, where the host's tokenization, not the GPU, sets the pace).
     """
 
     def __init__(
@@ -421,6 +428,8 @@ class TorchJointModel:
         dtype: str = "auto",
         batch_size: int | None = None,
         threads: int | None = None,
+        chunk_size: int | None = None,
+        prefetch: bool | None = None,
     ) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype!r} is not one of {DTYPES}")
@@ -428,6 +437,8 @@ class TorchJointModel:
             raise ValueError(f"batch_size={batch_size} must be >= 1 (None: automatic)")
         if threads is not None and threads < 1:
             raise ValueError(f"threads={threads} must be >= 1 (None: torch's default)")
+        if chunk_size is not None and chunk_size < 1:
+            raise ValueError(f"chunk_size={chunk_size} must be >= 1 (None: automatic)")
         if not (device == "cpu" or re.fullmatch(r"cuda(:\d+)?", device)):
             raise ValueError(f"device={device!r} is not one of 'cpu', 'cuda', 'cuda:N' (N >= 0)")
         meta = JointModel(model_dir)  # reads and checks config.json
@@ -441,6 +452,8 @@ class TorchJointModel:
         self.dtype = dtype
         self.batch_size = batch_size
         self.threads = threads
+        self.chunk_size = chunk_size or (_CUDA_CHUNK if device.startswith("cuda") else _TOKENIZE_CHUNK)
+        self.prefetch = device.startswith("cuda") if prefetch is None else bool(prefetch)
         self.providers: list[str] = []  # JointModel compatibility (benchmarks print it)
         self._module: Any = None
         self._tokenizer: Any = None
@@ -455,7 +468,13 @@ class TorchJointModel:
                 meta.model_dir,
                 meta.config,
                 lambda member: TorchJointModel(
-                    member, device=device, dtype=dtype, batch_size=batch_size, threads=threads
+                    member,
+                    device=device,
+                    dtype=dtype,
+                    batch_size=batch_size,
+                    threads=threads,
+                    chunk_size=chunk_size,
+                    prefetch=prefetch,
                 ),
             )
 
@@ -466,6 +485,8 @@ class TorchJointModel:
             "dtype": self.dtype,
             "batch_size": self.batch_size,
             "threads": self.threads,
+            "chunk_size": self.chunk_size,
+            "prefetch": self.prefetch,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -475,6 +496,8 @@ class TorchJointModel:
             dtype=state["dtype"],
             batch_size=state["batch_size"],
             threads=state["threads"],
+            chunk_size=state.get("chunk_size"),
+            prefetch=state.get("prefetch"),
         )
 
     def _ensure_loaded(self) -> None:
@@ -551,6 +574,80 @@ class TorchJointModel:
             yield order[lo : lo + size]
             lo += size
 
+    def encode(self, items: list[MentionInput]) -> dict[str, np.ndarray]:
+        """Model inputs of ``items`` (padded to the longest; :meth:`run_encoded` cuts each batch)."""
+        self._ensure_loaded()
+        return encode_batch(self._tokenizer, items, self.max_length)
+
+    def encoding_key(self) -> tuple[str, int]:
+        """Models with equal keys build equal inputs, so a cascade tokenizes once for both."""
+        digest = hashlib.sha256((self.model_dir / "tokenizer.json").read_bytes()).hexdigest()
+        return digest, self.max_length
+
+    def encoded_chunks(self, items: list[MentionInput]) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        """``(start, inputs)`` of each chunk of ``items``.
+
+        With ``prefetch`` the next chunk is tokenized in a thread while the caller runs the model on
+        this one (the tokenizer releases the GIL).
+        """
+        self._ensure_loaded()
+        chunk = self.chunk_size
+        starts = range(0, len(items), chunk)
+        if len(starts) < 2 or not self.prefetch:
+            for start in starts:
+                yield start, self.encode(items[start : start + chunk])
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="fairstream-tokenize") as pool:
+            pending = pool.submit(self.encode, items[:chunk])
+            for start in starts:
+                feeds = pending.result()
+                if start + chunk < len(items):
+                    pending = pool.submit(self.encode, items[start + chunk : start + 2 * chunk])
+                yield start, feeds
+
+    def run_encoded(self, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """WSD and regard logits (float32) of encoded rows, in row order.
+
+        Rows are sorted by length and cut into batches padded to their own longest row. On CUDA the
+        inputs go over once, in sorted order (batches are then slices on the GPU), and the logits
+        come back once: two host-device copies and one wait per call, not per batch.
+        """
+        self._ensure_loaded()
+        torch = _require_torch()
+        n = len(feeds["input_ids"])
+        lengths = feeds["attention_mask"].sum(axis=1)
+        keys = ("input_ids", "attention_mask", "token_type_ids", "target_mask")
+        cuda = self.device.startswith("cuda")
+        batches = list(self._batches(lengths))
+        if not batches:
+            return np.zeros((0, len(WSD_LABELS)), np.float32), np.zeros((0, len(REGARD_LABELS)), np.float32)
+        order = np.concatenate(batches)
+        sorted_feeds = {k: np.ascontiguousarray(feeds[k][order]) for k in keys}
+        if cuda:
+            on_device = {
+                k: torch.from_numpy(v).pin_memory().to(self.device, non_blocking=True)
+                for k, v in sorted_feeds.items()
+            }
+        else:
+            on_device = {k: torch.from_numpy(v) for k, v in sorted_feeds.items()}
+        outs_wsd, outs_regard = [], []
+        lo = 0
+        with torch.inference_mode():
+            for idx in batches:
+                hi = lo + len(idx)
+                width = int(lengths[idx].max())
+                out_wsd, out_regard = self._module(*(on_device[k][lo:hi, :width].contiguous() for k in keys))
+                outs_wsd.append(out_wsd.float())
+                outs_regard.append(out_regard.float())
+                self.last_batch_sizes.append(len(idx))
+                lo = hi
+            sorted_wsd = torch.cat(outs_wsd).cpu().numpy()
+            sorted_regard = torch.cat(outs_regard).cpu().numpy()
+        wsd = np.empty((n, len(WSD_LABELS)), dtype=np.float32)
+        regard = np.empty((n, len(REGARD_LABELS)), dtype=np.float32)
+        wsd[order], regard[order] = sorted_wsd, sorted_regard
+        return wsd, regard
+
     def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
         """Raw WSD and regard logits (float32), in input order."""
         if self.cascade is not None:
@@ -563,30 +660,13 @@ class TorchJointModel:
                 *(full.last_batch_sizes if self.cascade.last_routed else []),
             ]
             return out
-        self._ensure_loaded()
-        torch = _require_torch()
         n = len(items)
         wsd = np.zeros((n, len(WSD_LABELS)), dtype=np.float32)
         regard = np.zeros((n, len(REGARD_LABELS)), dtype=np.float32)
-        cuda = self.device.startswith("cuda")
         self.last_batch_sizes = []
-        for start in range(0, n, _TOKENIZE_CHUNK):
-            chunk = items[start : start + _TOKENIZE_CHUNK]
-            feeds = encode_batch(self._tokenizer, chunk, self.max_length)
-            lengths = feeds["attention_mask"].sum(axis=1)
-            for idx in self._batches(lengths):
-                width = int(lengths[idx].max())
-                tensors = []
-                for key in ("input_ids", "attention_mask", "token_type_ids", "target_mask"):
-                    t = torch.from_numpy(np.ascontiguousarray(feeds[key][idx, :width]))
-                    if cuda:
-                        t = t.pin_memory().to(self.device, non_blocking=True)
-                    tensors.append(t)
-                with torch.inference_mode():
-                    out_wsd, out_regard = self._module(*tensors)
-                wsd[start + idx] = out_wsd.float().cpu().numpy()
-                regard[start + idx] = out_regard.float().cpu().numpy()
-                self.last_batch_sizes.append(len(idx))
+        for start, feeds in self.encoded_chunks(items):
+            stop = start + len(feeds["input_ids"])
+            wsd[start:stop], regard[start:stop] = self.run_encoded(feeds)
         return wsd, regard
 
     def predict(self, items: list[MentionInput]) -> list[Prediction]:

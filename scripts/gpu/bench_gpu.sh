@@ -12,17 +12,21 @@
 #
 #   run(command="bash scripts/gpu/bench_gpu.sh", carry=[".whl", ".gpu-data"], timeout_s=330)
 #
-# There it writes, in two runs each under its own time limit (GPU_S, CPU_S seconds):
-#   $OUT/gpu/{bench.md,bench.json,batch_sweep.png}: the end-to-end run (torch on the GPU, keyword stage
-#       in cores - 1 worker processes) and the GPU rows (PyTorch fp16 / bf16, batch sweep, utilisation,
-#       memory) on every unique corpus pair;
-#   $OUT/cpu/...: the CPU baselines of the same host (ONNX int8 / fp32, PyTorch fp32) on 2,000 pairs;
-# with FAST_S=N (seconds, default 0: skipped; pass it in the command and raise timeout_s by N),
-#   $OUT/gpu-fast/...: the end to end and the fp16 rows again with the 3-layer joint-v7-fast;
-# plus $OUT/nvidia-smi.txt and $OUT/log.txt. Each run writes bench.json after every backend, so a run
-# stopped by its limit still returns what it measured ("complete": false). Session 6 learned this the
-# hard way: one run of everything (8,000 pairs, CPU batch 1 included) outlived a 230 s limit and
-# returned nothing.
+# There it writes, each run under its own time limit in seconds (0 skips it):
+#   $OUT/gpu/{bench.md,bench.json,batch_sweep.png} (GPU_S, default 170): the end-to-end run (torch on the
+#       GPU, keyword stage in cores - 1 worker processes) and the GPU rows (PyTorch fp16 / bf16, batch
+#       sweep, utilisation, memory) on every unique corpus pair, with the default model;
+#   $OUT/cpu/... (CPU_S, default 120): the CPU baselines of the same host (ONNX int8 / fp32, PyTorch
+#       fp32 / bf16) on 2,000 pairs, end to end on the first CPU_LIMIT documents (default 1,000);
+#   $OUT/gpu-v6/..., $OUT/gpu-fast/... (V6_S, FAST_S, default 0): end to end and the bf16 rows with one
+#       of the cascade's members alone (joint-v6, 6 layers: the model of issue 15's 50,000 pairs/s
+#       goal; joint-v7-fast, 3 layers);
+#   $OUT/profile.txt (PROFILE_S, default 0): cProfile of the default model's stage on the GPU;
+# plus $OUT/nvidia-smi.txt, $OUT/log.txt and $OUT/results.tgz (all of it: a call returns 8 files at
+# most). Raise the call's timeout_s to the sum plus a minute. Each run writes bench.json after every
+# backend, so a run stopped by its limit still returns what it measured ("complete": false). Session 6
+# learned this the hard way: one run of everything (8,000 pairs, CPU batch 1 included) outlived a 230 s
+# limit and returned nothing.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -51,12 +55,22 @@ export PYTHONUNBUFFERED=1
   python3 -c 'import torch, transformers, onnxruntime; print(torch.__version__, transformers.__version__, onnxruntime.__version__, torch.cuda.get_device_name(0))'
 } > "$OUT/nvidia-smi.txt" 2>&1
 export NLTK_DATA="${NLTK_DATA:-/nonexistent}"  # the shipped Punkt parameters (as the lent machine has no data)
-timeout "${GPU_S:-170}" python3 -m fairstream bench .gpu-data --device cuda --rounds 2 --no-progress \
-  --backends cuda-fp16,cuda-bf16 -o "$OUT/gpu" 2>&1 | grep -v "punkt_tab not found" | tee "$OUT/log.txt"
-timeout "${CPU_S:-120}" python3 -m fairstream bench .gpu-data --device cpu --max-pairs 2000 --no-progress \
-  --backends int8,onnx-fp32,torch-fp32,torch-bf16 --batch-sizes 8,32,128 -o "$OUT/cpu" 2>&1 \
-  | grep -v "punkt_tab not found" | tee -a "$OUT/log.txt"
-if [ "${FAST_S:-0}" -gt 0 ]; then
-  timeout "$FAST_S" python3 -m fairstream bench .gpu-data --device cuda --no-progress --model joint-v7-fast \
-    --backends cuda-fp16 -o "$OUT/gpu-fast" 2>&1 | grep -v "punkt_tab not found" | tee -a "$OUT/log.txt"
+run_bench() {  # seconds, output folder, then fairstream bench's arguments; skipped when seconds is 0
+  local seconds="$1" folder="$2"
+  shift 2
+  [ "$seconds" -gt 0 ] || return 0
+  timeout "$seconds" python3 -m fairstream bench .gpu-data --no-progress -o "$OUT/$folder" "$@" 2>&1 \
+    | grep -v "punkt_tab not found" | tee -a "$OUT/log.txt"
+}
+: > "$OUT/log.txt"
+run_bench "${GPU_S:-170}" gpu --device cuda --rounds 3 --backends cuda-fp16,cuda-bf16
+run_bench "${V6_S:-0}" gpu-v6 --device cuda --rounds 3 --model joint-v6 --backends cuda-bf16
+run_bench "${CPU_S:-120}" cpu --device cpu --limit "${CPU_LIMIT:-1000}" --max-pairs 2000 \
+  --backends int8,onnx-fp32,torch-fp32,torch-bf16 --batch-sizes 8,32,128
+run_bench "${FAST_S:-0}" gpu-fast --device cuda --rounds 3 --model joint-v7-fast --backends cuda-bf16
+if [ "${PROFILE_S:-0}" -gt 0 ]; then
+  timeout "$PROFILE_S" python3 scripts/gpu/profile_model_stage.py .gpu-data --device cuda -o "$OUT/profile.txt" \
+    2>&1 | grep -v "punkt_tab not found" | tail -5 | tee -a "$OUT/log.txt"
 fi
+# a call returns at most 8 files: everything in one archive too
+(cd "$OUT" && tar czf results.tgz --exclude results.tgz .)
