@@ -59,7 +59,9 @@ def main() -> None:
         return encode_batch(tok, pairs, ml)
 
     ways = {"tokenizer only": tokenizer_only, "per-token rows": per_token_rows, "vectorized": vectorized}
-    same = all(np.array_equal(a, b) for a, b in zip(per_token_rows().values(), vectorized().values(), strict=True))
+    same = all(
+        np.array_equal(a, b) for a, b in zip(per_token_rows().values(), vectorized().values(), strict=True)
+    )
     times: dict[str, list[float]] = {k: [] for k in ways}
     for _ in range(args.rounds):
         for name, fn in ways.items():

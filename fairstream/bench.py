@@ -531,6 +531,8 @@ def time_backend(
         import torch as torch_mod
     for bs in backend.sweep:
         model = backend.make(bs)
+        if hasattr(model, "start_workers"):
+            model.start_workers()
         # load and warm up outside the timing (on a GPU, with batches of the sizes the timed run uses)
         model.predict_logits(pairs[: min(len(pairs), 2048 if torch_mod is not None else 8)])
         walls, cpus = [], []
@@ -575,6 +577,8 @@ def time_backend(
             )
         )
         logger.info("%s batch %s: %.1f pairs/s", backend.name, bs, len(pairs) / wall)
+        if hasattr(model, "close"):  # its tokenizer processes, before the next batch size starts its own
+            model.close()
     return rows
 
 
@@ -618,6 +622,8 @@ def end_to_end(
     # warm up outside the timing: the scan workers first (a scan the run never asks for), so they
     # fork before CUDA starts in this process
     step.tagger.prefetch(["An Asian visitor met a Muslim neighbour.", "A Muslim family opened a bakery."])
+    if hasattr(model, "start_workers"):  # the torch backend's tokenizer processes (on a GPU)
+        model.start_workers()
     model.predict_logits(
         [MentionInput("A Muslim family opened a bakery.", 2, 8, "muslim", "who believes in Islam")]
     )
@@ -630,6 +636,8 @@ def end_to_end(
         n_out += len(step.process(chunk, start=lo, annotate=False))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     step.tagger.close()
+    if hasattr(model, "close"):
+        model.close()
     stats = step.stats()
     seconds = stats.get("seconds", {})
     mentions = stats.get("counters", {}).get("mentions_predicted", 0)
@@ -640,6 +648,7 @@ def end_to_end(
         "model": model.name,
         "backend": type(model).__name__,
         "scan_workers": step.tagger.scan_workers,
+        "tokenize_workers": getattr(model, "tokenize_workers", 0),
         "docs": len(texts),
         "docs_out": n_out,
         "mb": round(mb, 3),
@@ -767,7 +776,9 @@ def format_table(result: BenchResult) -> str:
         + ").",
         "",
         f"End to end (the filter step, {e['backend']} on {e['device']}, "
-        f"{e.get('scan_workers', 0)} keyword-stage worker processes): {_fmt(e['docs_per_s'], 1)} docs/s, "
+        f"{e.get('scan_workers', 0)} keyword-stage worker processes"
+        + (f", {e['tokenize_workers']} tokenizer processes" if e.get("tokenize_workers") else "")
+        + f"): {_fmt(e['docs_per_s'], 1)} docs/s, "
         f"{_fmt(e['mb_per_s'], 3)} MB/s, {_fmt(e['mentions_per_s'], 1)} judged mentions/s "
         f"({e['mentions_judged']} mentions, {e['wall_s']} s wall, {e['cpu_s']} s CPU); "
         f"time: model {e['split']['model_share']:.0%}, keyword stage {e['split']['keyword_share']:.0%}."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import random
 
 import numpy as np
@@ -242,3 +243,59 @@ def test_chunked_and_prefetched_tokenization_keeps_results_and_order(dev_items):
     assert ahead.predict_logits([])[0].shape == (0, 3)
     with pytest.raises(ValueError, match="chunk_size=0"):
         TorchJointModel("joint-v6", device="cpu", chunk_size=0)
+
+
+def test_tokenizer_worker_processes_build_the_same_inputs_in_order(dev_items, monkeypatch):
+    """The GPU feeder's worker processes (spawned, single-threaded tokenizers), run on CPU."""
+    items = dev_items[:50]
+    in_process = TorchJointModel("joint-v6", device="cpu", batch_size=8, threads=1, chunk_size=6)
+    pooled = TorchJointModel(
+        "joint-v6", device="cpu", batch_size=8, threads=1, chunk_size=6, tokenize_workers=2
+    )
+    try:
+        chunks = list(pooled.encoded_chunks(items))
+        assert [start for start, _ in chunks] == list(range(0, 50, 6))
+        for (start, feeds), (start2, want) in zip(chunks, in_process.encoded_chunks(items), strict=True):
+            assert start == start2
+            for key in want:
+                np.testing.assert_array_equal(feeds[key], want[key])
+        assert pooled._tokenize_pool is not None  # the processes really ran
+        w, r = pooled.predict_logits(items)
+        w0, r0 = in_process.predict_logits(items)
+        np.testing.assert_array_equal(w, w0)
+        np.testing.assert_array_equal(r, r0)
+        # a call of one chunk stays in this process; close() stops the workers, the next call restarts them
+        pooled.close()
+        pooled.predict_logits(items[:5])
+        assert pooled._tokenize_pool is None
+        assert pickle.loads(pickle.dumps(pooled)).tokenize_workers == 2
+    finally:
+        pooled.close()
+    monkeypatch.setenv("FAIRSTREAM_TOKENIZE_WORKERS", "3")
+    assert TorchJointModel("joint-v6", device="cpu").tokenize_workers == 3
+    monkeypatch.setenv("FAIRSTREAM_TOKENIZE_WORKERS", "many")
+    with pytest.raises(ValueError, match="FAIRSTREAM_TOKENIZE_WORKERS='many'"):
+        TorchJointModel("joint-v6", device="cpu")
+    monkeypatch.delenv("FAIRSTREAM_TOKENIZE_WORKERS")
+    assert TorchJointModel("joint-v6", device="cpu").tokenize_workers == 0
+    with pytest.raises(ValueError, match="tokenize_workers=-1"):
+        TorchJointModel("joint-v6", device="cpu", tokenize_workers=-1)
+
+
+def test_tokenizer_workers_fall_back_to_this_process_inside_a_daemonic_process(
+    dev_items, monkeypatch, caplog
+):
+    from fairstream.models import torch_backend
+
+    class Daemon:
+        daemon = True
+
+    monkeypatch.setattr(torch_backend.multiprocessing, "current_process", lambda: Daemon())
+    model = TorchJointModel(
+        "joint-v6", device="cpu", batch_size=8, threads=1, chunk_size=4, tokenize_workers=2
+    )
+    with caplog.at_level("WARNING", logger="fairstream.models.torch_backend"):
+        starts = [start for start, _ in model.encoded_chunks(dev_items[:10])]
+    assert starts == [0, 4, 8]
+    assert model.tokenize_workers == 0 and model._tokenize_pool is None
+    assert "tokenize_workers=2 ignored: a daemonic process" in caplog.text

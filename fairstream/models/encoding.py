@@ -203,3 +203,26 @@ def _truncate_first(
     drop = set(sorted(first, key=lambda i: -abs(i - centre))[:excess])
     keep = [i for i in range(len(ids)) if i not in drop]
     return [ids[i] for i in keep], [types[i] for i in keep], [target[i] for i in keep], [seq[i] for i in keep]
+
+
+# -- tokenizer worker processes (the GPU feeder) ------------------------------------------------------
+_WORKER: dict[str, Any] = {}
+
+
+def init_encode_worker(tokenizer_file: str, max_length: int) -> None:
+    """Initializer of a tokenizer worker process: one single-threaded tokenizer per process."""
+    import os
+
+    # set before the tokenizer's thread pool exists: N processes, one core each
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(tokenizer_file)
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    _WORKER.update(tokenizer=tokenizer, max_length=max_length)
+
+
+def encode_in_worker(items: list[MentionInput]) -> dict[str, np.ndarray]:
+    """:func:`encode_batch` in a process set up by :func:`init_encode_worker`."""
+    return encode_batch(_WORKER["tokenizer"], items, _WORKER["max_length"])

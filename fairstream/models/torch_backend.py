@@ -20,12 +20,15 @@ tensors are pinned for asynchronous copies. torch, transformers and onnx are imp
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
+import multiprocessing
 import os
 import re
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,7 @@ import numpy as np
 from fairstream.errors import MissingDependencyError, ModelError
 from fairstream.models.cascade import Cascade
 from fairstream.models.decision import NO_OFFSETS, regard_index
-from fairstream.models.encoding import MentionInput, encode_batch
+from fairstream.models.encoding import MentionInput, encode_batch, encode_in_worker, init_encode_worker
 from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction, softmax
 
 logger = logging.getLogger(__name__)
@@ -48,6 +51,11 @@ MAX_AUTO_BATCH = 4096
 _TOKENIZE_CHUNK = 8192  # mentions tokenized at once, bounds the host memory of one predict() call
 # on CUDA: smaller chunks, so tokenizing the next one overlaps the GPU's work on this one
 _CUDA_CHUNK = 4096
+# with tokenizer worker processes: chunks small enough to keep every worker busy on one call
+_WORKER_CHUNK = 1024
+# tokenizer processes beside a GPU by default (cores - 1, at most this many)
+_MAX_TOKENIZE_WORKERS = 8
+TOKENIZE_WORKERS_ENV = "FAIRSTREAM_TOKENIZE_WORKERS"  # overrides the default number of tokenizer processes
 
 
 def _require_torch() -> Any:
@@ -387,6 +395,21 @@ def predictions_from_logits(
     return out
 
 
+def default_tokenize_workers(device: str) -> int:
+    """Tokenizer processes when not given: ``FAIRSTREAM_TOKENIZE_WORKERS``, else cores - 1 (at most 8) on CUDA, 0 on CPU."""
+    value = os.environ.get(TOKENIZE_WORKERS_ENV)
+    if value is not None:
+        if not value.strip().isdigit():
+            raise ValueError(
+                f"{TOKENIZE_WORKERS_ENV}={value!r}: must be a whole number >= 0 (0: tokenize in process)"
+            )
+        return int(value)
+    if not device.startswith("cuda"):
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(0, min(_MAX_TOKENIZE_WORKERS, cores - 1))
+
+
 def auto_batch_size(
     free_bytes: int, seq_len: int, hidden: int, heads: int, intermediate: int, elem_bytes: int
 ) -> int:
@@ -418,6 +441,11 @@ class TorchJointModel:
         chunk_size: mentions tokenized at once (``None``: 4096 on CUDA, 8192 on CPU); bounds host memory.
         prefetch: tokenize the next chunk in a thread while the model runs this one (``None``: on
             CUDA, where the host's tokenization, not the GPU, sets the pace).
+        tokenize_workers: processes that tokenize chunks of 1,024 mentions ahead of the model, so
+            the tokenizer's Python work is spread over cores (``None``: ``FAIRSTREAM_TOKENIZE_WORKERS``
+            if set, else the cores minus one, at most 8, on CUDA and 0 on CPU; 0: in this process).
+            Started on the first call with more than one chunk; not inside a daemonic process
+            (a DataLoader worker), which falls back to 0.
     """
 
     def __init__(
@@ -430,6 +458,7 @@ class TorchJointModel:
         threads: int | None = None,
         chunk_size: int | None = None,
         prefetch: bool | None = None,
+        tokenize_workers: int | None = None,
     ) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype!r} is not one of {DTYPES}")
@@ -439,6 +468,8 @@ class TorchJointModel:
             raise ValueError(f"threads={threads} must be >= 1 (None: torch's default)")
         if chunk_size is not None and chunk_size < 1:
             raise ValueError(f"chunk_size={chunk_size} must be >= 1 (None: automatic)")
+        if tokenize_workers is not None and tokenize_workers < 0:
+            raise ValueError(f"tokenize_workers={tokenize_workers} must be >= 0 (None: automatic)")
         if not (device == "cpu" or re.fullmatch(r"cuda(:\d+)?", device)):
             raise ValueError(f"device={device!r} is not one of 'cpu', 'cuda', 'cuda:N' (N >= 0)")
         meta = JointModel(model_dir)  # reads and checks config.json
@@ -454,6 +485,11 @@ class TorchJointModel:
         self.threads = threads
         self.chunk_size = chunk_size or (_CUDA_CHUNK if device.startswith("cuda") else _TOKENIZE_CHUNK)
         self.prefetch = device.startswith("cuda") if prefetch is None else bool(prefetch)
+        self._chunk_given = chunk_size is not None
+        self.tokenize_workers = (
+            default_tokenize_workers(device) if tokenize_workers is None else tokenize_workers
+        )
+        self._tokenize_pool: ProcessPoolExecutor | None = None
         self.providers: list[str] = []  # JointModel compatibility (benchmarks print it)
         self._module: Any = None
         self._tokenizer: Any = None
@@ -475,6 +511,7 @@ class TorchJointModel:
                     threads=threads,
                     chunk_size=chunk_size,
                     prefetch=prefetch,
+                    tokenize_workers=tokenize_workers,
                 ),
             )
 
@@ -485,8 +522,9 @@ class TorchJointModel:
             "dtype": self.dtype,
             "batch_size": self.batch_size,
             "threads": self.threads,
-            "chunk_size": self.chunk_size,
+            "chunk_size": self.chunk_size if self._chunk_given else None,
             "prefetch": self.prefetch,
+            "tokenize_workers": self.tokenize_workers,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -498,6 +536,7 @@ class TorchJointModel:
             threads=state["threads"],
             chunk_size=state.get("chunk_size"),
             prefetch=state.get("prefetch"),
+            tokenize_workers=state.get("tokenize_workers"),
         )
 
     def _ensure_loaded(self) -> None:
@@ -585,25 +624,96 @@ class TorchJointModel:
         return digest, self.max_length
 
     def encoded_chunks(self, items: list[MentionInput]) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-        """``(start, inputs)`` of each chunk of ``items``.
+        """``(start, inputs)`` of each chunk of ``items``, in order.
 
-        With ``prefetch`` the next chunk is tokenized in a thread while the caller runs the model on
-        this one (the tokenizer releases the GIL).
+        With ``tokenize_workers`` the chunks are tokenized in worker processes, up to one per worker
+        ahead of the caller; else, with ``prefetch``, the next chunk is tokenized in a thread while
+        the caller runs the model on this one (the tokenizer releases the GIL).
         """
         self._ensure_loaded()
-        chunk = self.chunk_size
+        workers = self.tokenize_workers > 0
+        chunk = self.chunk_size if not workers or self._chunk_given else min(self.chunk_size, _WORKER_CHUNK)
         starts = range(0, len(items), chunk)
+        pool = self._tokenizer_pool() if workers and len(starts) > 1 else None
+        if pool is not None:
+            yield from self._chunks_from_pool(pool, items, starts, chunk)
+            return
         if len(starts) < 2 or not self.prefetch:
             for start in starts:
                 yield start, self.encode(items[start : start + chunk])
             return
-        with ThreadPoolExecutor(1, thread_name_prefix="fairstream-tokenize") as pool:
-            pending = pool.submit(self.encode, items[:chunk])
+        with ThreadPoolExecutor(1, thread_name_prefix="fairstream-tokenize") as threads:
+            pending = threads.submit(self.encode, items[:chunk])
             for start in starts:
                 feeds = pending.result()
                 if start + chunk < len(items):
-                    pending = pool.submit(self.encode, items[start + chunk : start + 2 * chunk])
+                    pending = threads.submit(self.encode, items[start + chunk : start + 2 * chunk])
                 yield start, feeds
+
+    def _chunks_from_pool(
+        self, pool: ProcessPoolExecutor, items: list[MentionInput], starts: range, chunk: int
+    ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        ahead: list[tuple[int, Future[dict[str, np.ndarray]]]] = []
+        todo = iter(starts)
+        try:
+            for start in itertools.islice(todo, self.tokenize_workers + 1):
+                ahead.append((start, pool.submit(encode_in_worker, items[start : start + chunk])))
+            while ahead:
+                start, future = ahead.pop(0)
+                feeds = future.result()
+                following = next(todo, None)
+                if following is not None:
+                    ahead.append(
+                        (following, pool.submit(encode_in_worker, items[following : following + chunk]))
+                    )
+                yield start, feeds
+        except BrokenProcessPool as exc:
+            self.close()
+            raise ModelError(
+                f"a tokenizer worker process died ({exc}); it may have run out of memory: rerun with "
+                f"fewer tokenizer processes ({TOKENIZE_WORKERS_ENV}=N or tokenize_workers=N; 0: none)"
+            ) from exc
+        finally:
+            for _, future in ahead:
+                future.cancel()
+
+    def _tokenizer_pool(self) -> ProcessPoolExecutor | None:
+        if self._tokenize_pool is None:
+            if multiprocessing.current_process().daemon:
+                logger.warning(
+                    "tokenize_workers=%d ignored: a daemonic process (e.g. a DataLoader worker) cannot "
+                    "start processes; tokenizing in this process",
+                    self.tokenize_workers,
+                )
+                self.tokenize_workers = 0
+                return None
+            # spawn, not fork: a forked child would inherit the CUDA context and the tokenizer's
+            # thread pool (which it must not use); a fresh interpreter imports numpy and tokenizers only
+            self._tokenize_pool = ProcessPoolExecutor(
+                self.tokenize_workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=init_encode_worker,
+                initargs=(str(self.model_dir / "tokenizer.json"), self.max_length),
+            )
+        return self._tokenize_pool
+
+    def start_workers(self) -> None:
+        """Start the tokenizer processes now (else the first call of two or more chunks starts them)."""
+        if self.cascade is not None:
+            self.cascade.fast.start_workers()  # the fast model tokenizes for both
+            return
+        pool = self._tokenizer_pool() if self.tokenize_workers else None
+        if pool is not None:
+            list(pool.map(encode_in_worker, [[] for _ in range(self.tokenize_workers)]))
+
+    def close(self) -> None:
+        """Stop the tokenizer worker processes, if any (the next call starts them again)."""
+        if self._tokenize_pool is not None:
+            self._tokenize_pool.shutdown(cancel_futures=True)
+            self._tokenize_pool = None
+        if self.cascade is not None:
+            self.cascade.fast.close()
+            self.cascade.full.close()
 
     def run_encoded(self, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """WSD and regard logits (float32) of encoded rows, in row order.

@@ -21,6 +21,8 @@
 #   $OUT/gpu-v6/..., $OUT/gpu-fast/... (V6_S, FAST_S, default 0): end to end and the bf16 rows with one
 #       of the cascade's members alone (joint-v6, 6 layers: the model of issue 15's 50,000 pairs/s
 #       goal; joint-v7-fast, 3 layers);
+#   $OUT/gpu-inprocess/... (INPROC_S, default 0): the first run's bf16 rows with FAIRSTREAM_TOKENIZE_WORKERS=0
+#       (tokenization in the model's process, as before session 24's tokenizer processes);
 #   $OUT/profile.txt (PROFILE_S, default 0): cProfile of the default model's stage on the GPU;
 # plus $OUT/nvidia-smi.txt, $OUT/log.txt and $OUT/results.tgz (all of it: a call returns 8 files at
 # most). Raise the call's timeout_s to the sum plus a minute. Each run writes bench.json after every
@@ -65,6 +67,8 @@ run_bench() {  # seconds, output folder, then fairstream bench's arguments; skip
 : > "$OUT/log.txt"
 run_bench "${GPU_S:-170}" gpu --device cuda --rounds 3 --backends cuda-fp16,cuda-bf16
 run_bench "${V6_S:-0}" gpu-v6 --device cuda --rounds 3 --model joint-v6 --backends cuda-bf16
+# the same as the first run, tokenizing in the model's process (the A/B of the tokenizer processes)
+FAIRSTREAM_TOKENIZE_WORKERS=0 run_bench "${INPROC_S:-0}" gpu-inprocess --device cuda --rounds 3 --backends cuda-bf16
 run_bench "${CPU_S:-120}" cpu --device cpu --limit "${CPU_LIMIT:-1000}" --max-pairs 2000 \
   --backends int8,onnx-fp32,torch-fp32,torch-bf16 --batch-sizes 8,32,128
 run_bench "${FAST_S:-0}" gpu-fast --device cuda --rounds 3 --model joint-v7-fast --backends cuda-bf16
