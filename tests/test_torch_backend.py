@@ -246,7 +246,7 @@ def test_chunked_and_prefetched_tokenization_keeps_results_and_order(dev_items):
 
 
 def test_tokenizer_worker_processes_build_the_same_inputs_in_order(dev_items, monkeypatch):
-    """The GPU feeder's worker processes (spawned, single-threaded tokenizers), run on CPU."""
+    """The GPU feeder's worker processes (single-threaded tokenizers), run on CPU with the same code."""
     items = dev_items[:50]
     in_process = TorchJointModel("joint-v6", device="cpu", batch_size=8, threads=1, chunk_size=6)
     pooled = TorchJointModel(
@@ -299,3 +299,19 @@ def test_tokenizer_workers_fall_back_to_this_process_inside_a_daemonic_process(
     assert starts == [0, 4, 8]
     assert model.tokenize_workers == 0 and model._tokenize_pool is None
     assert "tokenize_workers=2 ignored: a daemonic process" in caplog.text
+
+
+def _failing_initializer(*_args: object) -> None:
+    raise OSError("no tokenizer here")
+
+
+def test_tokenizer_workers_that_cannot_start_are_a_clear_error(dev_items, monkeypatch):
+    from fairstream.models import torch_backend
+
+    monkeypatch.setattr(torch_backend, "init_encode_worker", _failing_initializer)
+    model = TorchJointModel(
+        "joint-v6", device="cpu", batch_size=8, threads=1, chunk_size=4, tokenize_workers=2
+    )
+    with pytest.raises(ModelError, match="FAIRSTREAM_TOKENIZE_WORKERS=0"):
+        list(model.encoded_chunks(dev_items[:10]))
+    assert model._tokenize_pool is None

@@ -687,14 +687,26 @@ class TorchJointModel:
                 )
                 self.tokenize_workers = 0
                 return None
-            # spawn, not fork: a forked child would inherit the CUDA context and the tokenizer's
-            # thread pool (which it must not use); a fresh interpreter imports numpy and tokenizers only
-            self._tokenize_pool = ProcessPoolExecutor(
+            # fork (Linux), as the scan workers and DataLoader do: no `if __name__ == "__main__":` guard
+            # needed in the user's script, and the children touch neither CUDA nor the model's locks;
+            # elsewhere spawn. (A forked child must not use the parent's tokenizer thread pool:
+            # tokenizers turns it off in the child by itself.)
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            pool = ProcessPoolExecutor(
                 self.tokenize_workers,
-                mp_context=multiprocessing.get_context("spawn"),
+                mp_context=multiprocessing.get_context(method),
                 initializer=init_encode_worker,
                 initargs=(str(self.model_dir / "tokenizer.json"), self.max_length),
             )
+            try:  # the first job starts every process (all at once with fork)
+                pool.submit(encode_in_worker, []).result()
+            except BrokenProcessPool as exc:
+                pool.shutdown(cancel_futures=True)
+                raise ModelError(
+                    f"the tokenizer worker processes did not start ({exc}); rerun with "
+                    f"{TOKENIZE_WORKERS_ENV}=0 (or tokenize_workers=0) to tokenize in this process"
+                ) from exc
+            self._tokenize_pool = pool
         return self._tokenize_pool
 
     def start_workers(self) -> None:
@@ -703,7 +715,7 @@ class TorchJointModel:
             self.cascade.fast.start_workers()  # the fast model tokenizes for both
             return
         pool = self._tokenizer_pool() if self.tokenize_workers else None
-        if pool is not None:
+        if pool is not None:  # with spawn, processes start on demand: give each a job
             list(pool.map(encode_in_worker, [[] for _ in range(self.tokenize_workers)]))
 
     def close(self) -> None:
