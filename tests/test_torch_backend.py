@@ -299,6 +299,15 @@ def test_tokenizer_workers_fall_back_to_this_process_inside_a_daemonic_process(
     assert starts == [0, 4, 8]
     assert model.tokenize_workers == 0 and model._tokenize_pool is None
     assert "tokenize_workers=2 ignored: a daemonic process" in caplog.text
+    # the default (no argument, no environment variable) falls back without a warning in every worker
+    caplog.clear()
+    monkeypatch.delenv("FAIRSTREAM_TOKENIZE_WORKERS", raising=False)
+    monkeypatch.setattr(torch_backend, "default_tokenize_workers", lambda device: 3)
+    quiet = TorchJointModel("joint-v6", device="cpu", batch_size=8, threads=1, chunk_size=4)
+    copy = pickle.loads(pickle.dumps(quiet))
+    with caplog.at_level("WARNING", logger="fairstream.models.torch_backend"):
+        assert len(list(copy.encoded_chunks(dev_items[:10]))) == 3
+    assert copy.tokenize_workers == 0 and "ignored" not in caplog.text
 
 
 def _failing_initializer(*_args: object) -> None:

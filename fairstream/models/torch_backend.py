@@ -489,6 +489,9 @@ class TorchJointModel:
         self.tokenize_workers = (
             default_tokenize_workers(device) if tokenize_workers is None else tokenize_workers
         )
+        self._tokenize_workers_arg = tokenize_workers  # what a pickled copy resolves again in its process
+        # asked for (argument or environment), not the default: falling back then is worth a warning
+        self._workers_asked = tokenize_workers is not None or TOKENIZE_WORKERS_ENV in os.environ
         self._tokenize_pool: ProcessPoolExecutor | None = None
         self.providers: list[str] = []  # JointModel compatibility (benchmarks print it)
         self._module: Any = None
@@ -524,7 +527,7 @@ class TorchJointModel:
             "threads": self.threads,
             "chunk_size": self.chunk_size if self._chunk_given else None,
             "prefetch": self.prefetch,
-            "tokenize_workers": self.tokenize_workers,
+            "tokenize_workers": self._tokenize_workers_arg,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -680,7 +683,8 @@ class TorchJointModel:
     def _tokenizer_pool(self) -> ProcessPoolExecutor | None:
         if self._tokenize_pool is None:
             if multiprocessing.current_process().daemon:
-                logger.warning(
+                logger.log(
+                    logging.WARNING if self._workers_asked else logging.DEBUG,
                     "tokenize_workers=%d ignored: a daemonic process (e.g. a DataLoader worker) cannot "
                     "start processes; tokenizing in this process",
                     self.tokenize_workers,
