@@ -649,6 +649,7 @@ def end_to_end(
         "backend": type(model).__name__,
         "scan_workers": step.tagger.scan_workers,
         "tokenize_workers": getattr(model, "tokenize_workers", 0),
+        "lookahead": window,
         "docs": len(texts),
         "docs_out": n_out,
         "mb": round(mb, 3),
@@ -697,13 +698,15 @@ def run_bench(
     only: Sequence[str] | None = None,
     on_update: Callable[[BenchResult], None] | None = None,
     model: str | Path | None = None,
+    lookahead: int | None = None,
 ) -> BenchResult:
     """Measure everything described in the module docstring; see ``fairstream bench --help``.
 
     ``only``: keys of ``BACKENDS`` to time (default all). ``on_update`` is called with the result so
     far after the end-to-end run and after each backend (``complete`` False until the end), so a run
     that is stopped still leaves what it measured. ``model``: model folder or shipped name (``None``:
-    the default), run by every row.
+    the default), run by every row. ``lookahead``: documents per window of the end-to-end run
+    (``None``: the filter's default).
     """
     unknown = sorted(set(only or ()) - set(BACKENDS))
     if unknown:
@@ -731,7 +734,7 @@ def run_bench(
     pairs = pairs[:cap] if cap else pairs
     if not pairs:
         raise ValueError(f"no keyword mentions to judge in {len(texts)} documents; give more or other shards")
-    e2e = end_to_end(texts, device, threads, None, scan_workers, model_name=model)
+    e2e = end_to_end(texts, device, threads, None, scan_workers, lookahead=lookahead, model_name=model)
     result = BenchResult(
         machine_info(),
         {"shards": paths, "docs": len(texts), "mb": e2e["mb"], "pairs_timed": len(pairs)},
@@ -778,6 +781,7 @@ def format_table(result: BenchResult) -> str:
         f"End to end (the filter step, {e['backend']} on {e['device']}, "
         f"{e.get('scan_workers', 0)} keyword-stage worker processes"
         + (f", {e['tokenize_workers']} tokenizer processes" if e.get("tokenize_workers") else "")
+        + (f", look-ahead {e['lookahead']} documents" if e.get("lookahead") else "")
         + f"): {_fmt(e['docs_per_s'], 1)} docs/s, "
         f"{_fmt(e['mb_per_s'], 3)} MB/s, {_fmt(e['mentions_per_s'], 1)} judged mentions/s "
         f"({e['mentions_judged']} mentions, {e['wall_s']} s wall, {e['cpu_s']} s CPU); "
@@ -970,6 +974,7 @@ def cmd_bench(args: Any) -> int:
         only=args.backends,
         on_update=on_update,
         model=args.model,
+        lookahead=args.lookahead,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
@@ -1014,6 +1019,13 @@ def register(add: Callable[..., Any]) -> None:
     )
     p.add_argument(
         "--threads", type=_whole(1), default=None, help="intra-op threads on CPU (default: the library's)"
+    )
+    p.add_argument(
+        "--lookahead",
+        type=_whole(1),
+        default=None,
+        help="documents per look-ahead window of the end-to-end run (default: the filter's, 1024); "
+        "a GPU gets bigger model calls from bigger windows",
     )
     p.add_argument(
         "--scan-workers",

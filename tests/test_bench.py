@@ -99,6 +99,17 @@ def test_json_flag_prints_json(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["corpus"]["docs"] == 10
     assert {r["batch_size"] for r in data["rows"] if r["skipped"] is None} == {"4"}
+    assert data["end_to_end"]["lookahead"] == 1024  # the filter's default
+
+
+def test_lookahead_option_sets_the_end_to_end_window(capsys):
+    rc = main(
+        ["bench", "--quick", "--max-pairs", "8", "--limit", "10", "--batch-sizes", "4", "--threads", "1",
+         "--no-progress", "--device", "cpu", "--backends", "int8", "--lookahead", "3", "--json"]
+    )  # fmt: skip
+    assert rc == 0
+    e2e = json.loads(capsys.readouterr().out)["end_to_end"]
+    assert e2e["lookahead"] == 3 and e2e["docs_out"] == e2e["docs"] == 10
 
 
 @pytest.mark.parametrize(
@@ -108,6 +119,7 @@ def test_json_flag_prints_json(capsys):
         (["--batch-sizes", "8,0"], "--batch-sizes"),
         (["--rounds", "0"], "--rounds"),
         (["--backends", "int8,fp64"], "--backends"),
+        (["--lookahead", "0"], "--lookahead"),
     ],
 )
 def test_bad_options_are_one_line_errors_naming_the_flag(args, message, capsys):

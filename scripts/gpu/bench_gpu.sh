@@ -23,6 +23,7 @@
 #       goal; joint-v7-fast, 3 layers);
 #   $OUT/gpu-inprocess/... (INPROC_S, default 0): the first run's bf16 rows with FAIRSTREAM_TOKENIZE_WORKERS=0
 #       (tokenization in the model's process, as before session 24's tokenizer processes);
+#   $OUT/gpu-lookahead/... (LOOK_S, default 0): end to end with --lookahead 4096 (the default is 1024);
 #   $OUT/profile.txt (PROFILE_S, default 0): cProfile of the default model's stage on the GPU;
 # plus $OUT/nvidia-smi.txt, $OUT/log.txt and $OUT/results.tgz (all of it: a call returns 8 files at
 # most). Raise the call's timeout_s to the sum plus a minute. Each run writes bench.json after every
@@ -69,6 +70,9 @@ run_bench "${GPU_S:-170}" gpu --device cuda --rounds 3 --backends cuda-fp16,cuda
 run_bench "${V6_S:-0}" gpu-v6 --device cuda --rounds 3 --model joint-v6 --backends cuda-bf16
 # the same as the first run, tokenizing in the model's process (the A/B of the tokenizer processes)
 FAIRSTREAM_TOKENIZE_WORKERS=0 run_bench "${INPROC_S:-0}" gpu-inprocess --device cuda --rounds 3 --backends cuda-bf16
+# end to end with 4x the default look-ahead: bigger model calls keep every tokenizer process busy
+run_bench "${LOOK_S:-0}" gpu-lookahead --device cuda --lookahead 4096 --max-pairs 2000 --batch-sizes 1024 \
+  --backends cuda-bf16
 run_bench "${CPU_S:-120}" cpu --device cpu --limit "${CPU_LIMIT:-1000}" --max-pairs 2000 \
   --backends int8,onnx-fp32,torch-fp32,torch-bf16 --batch-sizes 8,32,128
 run_bench "${FAST_S:-0}" gpu-fast --device cuda --rounds 3 --model joint-v7-fast --backends cuda-bf16
