@@ -324,3 +324,42 @@ def test_tokenizer_workers_that_cannot_start_are_a_clear_error(dev_items, monkey
     with pytest.raises(ModelError, match="FAIRSTREAM_TOKENIZE_WORKERS=0"):
         list(model.encoded_chunks(dev_items[:10]))
     assert model._tokenize_pool is None
+
+
+def test_filter_with_scan_and_tokenizer_processes_decides_as_in_one_process():
+    """The GPU layout (scan workers and tokenizer processes beside the model) on CPU: same outputs."""
+    from fairstream.bench import load_texts
+    from fairstream.core.config import FilterConfig
+    from fairstream.core.step import FilterStep
+
+    texts, _ = load_texts([], limit=240)  # the sample corpus, three look-ahead windows
+
+    pools: list[bool] = []
+
+    def run(scan_workers: int, tokenize_workers: int) -> tuple[list[object], dict[str, object]]:
+        model = TorchJointModel(
+            "joint-v6",
+            device="cpu",
+            batch_size=16,
+            threads=1,
+            chunk_size=32,
+            tokenize_workers=tokenize_workers,
+        )
+        step = FilterStep(FilterConfig(cap=0.01, lookahead=80, scan_workers=scan_workers), model=model)
+        windows = ((lo, texts[lo : lo + 80]) for lo in range(0, len(texts), 80))
+        out = []
+        try:
+            for lo, chunk in step.read_ahead(windows, lambda w: w[1]):
+                out += [(r.kept, r.text) for r in step.process(chunk, start=lo, annotate=False)]
+        finally:
+            pools.append(model._tokenize_pool is not None)
+            step.tagger.close()
+            model.close()
+        return out, step.stats()["counters"]
+
+    plain, plain_counts = run(0, 0)
+    pooled, pooled_counts = run(1, 2)
+    assert len(plain) == len(pooled) == 240
+    assert pooled == plain
+    assert pooled_counts == plain_counts and plain_counts["mentions_predicted"] > 32
+    assert pools == [False, True]  # the second run's model did tokenize in its processes
