@@ -105,20 +105,27 @@ def pad_rows(rows: list[TokenRow], pad_id: int) -> dict[str, np.ndarray]:
     attention = np.zeros((n, width), dtype=np.int64)
     token_type = np.zeros((n, width), dtype=np.int64)
     target_mask = np.zeros((n, width), dtype=np.float32)
-    for i, (ids, types, target) in enumerate(rows):
-        k = len(ids)
-        input_ids[i, :k] = ids
-        attention[i, :k] = 1
-        token_type[i, :k] = types
-        target_mask[i, :k] = target
-        if not any(target):  # keep the pooling well defined even if the keyword was cut
-            target_mask[i, 0] = 1.0
-    return {
+    feeds: dict[str, np.ndarray] = {
         "input_ids": input_ids,
         "attention_mask": attention,
         "token_type_ids": token_type,
         "target_mask": target_mask,
     }
+    for i, row in enumerate(rows):
+        _fill_row(feeds, i, row)
+    return feeds
+
+
+def _fill_row(feeds: dict[str, np.ndarray], i: int, row: TokenRow) -> None:
+    """Write one unpadded row into row ``i`` of the padded model inputs."""
+    ids, types, target = row
+    k = len(ids)
+    feeds["input_ids"][i, :k] = ids
+    feeds["attention_mask"][i, :k] = 1
+    feeds["token_type_ids"][i, :k] = types
+    feeds["target_mask"][i, :k] = target
+    if not any(target):  # keep the pooling well defined even if the keyword was cut
+        feeds["target_mask"][i, 0] = 1.0
 
 
 def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> dict[str, np.ndarray]:
@@ -176,19 +183,15 @@ def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> 
         block[mask] = flat_types
         token_type[regular] = block
     target_mask = ((cols >= first[:, None]) & (cols <= last[:, None])).astype(np.float32)
-    for i, (ids, types, target) in special.items():
-        k = len(ids)
-        input_ids[i, :k] = ids
-        token_type[i, :k] = types
-        target_mask[i, :k] = target
-        if not any(target):  # keep the pooling well defined even if the keyword was cut
-            target_mask[i, 0] = 1.0
-    return {
+    feeds: dict[str, np.ndarray] = {
         "input_ids": input_ids,
         "attention_mask": attention,
         "token_type_ids": token_type,
         "target_mask": target_mask,
     }
+    for i, row in special.items():
+        _fill_row(feeds, i, row)
+    return feeds
 
 
 def _truncate_first(
