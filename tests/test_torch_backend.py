@@ -285,12 +285,13 @@ def test_tokenizer_worker_processes_build_the_same_inputs_in_order(dev_items, mo
 def test_tokenizer_workers_fall_back_to_this_process_inside_a_daemonic_process(
     dev_items, monkeypatch, caplog
 ):
+    from fairstream import processes
     from fairstream.models import torch_backend
 
     class Daemon:
         daemon = True
 
-    monkeypatch.setattr(torch_backend.multiprocessing, "current_process", lambda: Daemon())
+    monkeypatch.setattr(processes.multiprocessing, "current_process", lambda: Daemon())
     model = TorchJointModel(
         "joint-v6", device="cpu", batch_size=8, threads=1, chunk_size=4, tokenize_workers=2
     )

@@ -15,11 +15,12 @@ when the fast model
 * calls it a person and gives negative regard some weight: ``P(negative) >= negative_probability``.
 
 (probabilities before any ``regard_logit_offsets``, which both models must share). So the fast model
-alone decides only confident non-person mentions and confident non-negative person mentions; every negative decision (the ones that drop sentences) is the full model's. The
-route depends on each mention's own fast logits, so a cascade of batch-invariant models is
-batch-invariant. The numbers above were fixed on unlabelled corpus pairs (the cheapest rule that
-agreed with the full model on >= 99% of decisions and on the negatives with Jaccard >= 0.95), not on a
-labelled set; their quality is measured on the hold-outs (see the cascade's MODEL_CARD.md).
+alone decides only confident non-person mentions and confident non-negative person mentions; every
+negative decision (the ones that drop sentences) is the full model's. The route depends on each
+mention's own fast logits, so a cascade of batch-invariant models is batch-invariant. The numbers
+above were fixed on unlabelled corpus pairs (the cheapest rule that agreed with the full model on
+>= 99% of decisions and on the negatives with Jaccard >= 0.95), not on a labelled set; their quality
+is measured on the hold-outs (see the cascade's MODEL_CARD.md).
 """
 
 from __future__ import annotations
@@ -151,22 +152,25 @@ class Cascade:
 
     def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
         """Raw WSD and regard logits in input order: the full model's for routed mentions."""
-        if self._shares_encoding():
-            return self._predict_shared(items)
+        predict = self._predict_shared if self._shares_encoding() else self._predict_separately
+        wsd, regard, routed = predict(items)
+        self.seen += len(items)
+        self.routed += routed
+        self.last_routed = routed
+        return wsd, regard
+
+    def _predict_separately(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Logits and the number routed; each model tokenizes what it is given."""
         wsd, regard = self.fast.predict_logits(items)
-        mask = self.route.routed(wsd, regard, self.wsd_threshold)
-        idx = np.flatnonzero(mask)
+        idx = np.flatnonzero(self.route.routed(wsd, regard, self.wsd_threshold))
         if len(idx):
             full_wsd, full_regard = self.full.predict_logits([items[i] for i in idx])
             wsd, regard = wsd.copy(), regard.copy()
             wsd[idx], regard[idx] = full_wsd, full_regard
-        self.seen += len(items)
-        self.routed += len(idx)
-        self.last_routed = len(idx)
-        return wsd, regard
+        return wsd, regard, len(idx)
 
-    def _predict_shared(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
-        """As :meth:`predict_logits`, tokenizing once: the routed rows of the fast model's inputs go on."""
+    def _predict_shared(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Logits and the number routed, tokenizing once: the routed rows of the fast model's inputs go on."""
         n = len(items)
         wsd = np.zeros((n, len(WSD_LABELS)), dtype=np.float32)
         regard = np.zeros((n, len(REGARD_LABELS)), dtype=np.float32)
@@ -180,7 +184,4 @@ class Cascade:
                 w[idx], r[idx] = self.full.run_encoded({k: v[idx] for k, v in feeds.items()})
             wsd[start:stop], regard[start:stop] = w, r
             routed += len(idx)
-        self.seen += n
-        self.routed += routed
-        self.last_routed = routed
-        return wsd, regard
+        return wsd, regard, routed

@@ -161,6 +161,7 @@ def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> 
             ids, types = ids_of[i], types_of[i]
             if len(ids) > max_length:
                 ids, types, target, seq = _truncate_first(ids, types, target, seq, max_length)
+            ids_of[i], types_of[i] = ids, types
             special[i] = (ids, types, target)
             lengths[i] = len(ids)
         else:
@@ -169,19 +170,13 @@ def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> 
     pad_id = pad_id_of(tokenizer)
     cols = np.arange(width)
     attention = (cols < lengths[:, None]).astype(np.int64)
+    # row-major boolean indexing visits each row's first `length` cells in order: the rows' tokens
+    # concatenated fill them exactly
+    filled = attention.astype(bool)
     input_ids = np.full((n, width), pad_id, dtype=np.int64)
+    input_ids[filled] = np.fromiter(itertools.chain.from_iterable(ids_of), dtype=np.int64)
     token_type = np.zeros((n, width), dtype=np.int64)
-    regular = np.array([i for i in range(n) if i not in special], dtype=np.int64) if special else np.arange(n)
-    if len(regular):
-        mask = attention[regular].astype(bool)
-        flat_ids = np.fromiter(itertools.chain.from_iterable(ids_of[i] for i in regular), dtype=np.int64)
-        flat_types = np.fromiter(itertools.chain.from_iterable(types_of[i] for i in regular), dtype=np.int64)
-        block = np.full((len(regular), width), pad_id, dtype=np.int64)
-        block[mask] = flat_ids
-        input_ids[regular] = block
-        block = np.zeros((len(regular), width), dtype=np.int64)
-        block[mask] = flat_types
-        token_type[regular] = block
+    token_type[filled] = np.fromiter(itertools.chain.from_iterable(types_of), dtype=np.int64)
     target_mask = ((cols >= first[:, None]) & (cols <= last[:, None])).astype(np.float32)
     feeds: dict[str, np.ndarray] = {
         "input_ids": input_ids,
@@ -189,7 +184,7 @@ def encode_batch(tokenizer: Any, items: list[MentionInput], max_length: int) -> 
         "token_type_ids": token_type,
         "target_mask": target_mask,
     }
-    for i, row in special.items():
+    for i, row in special.items():  # their target masks (ids and types are in place already)
         _fill_row(feeds, i, row)
     return feeds
 

@@ -19,10 +19,10 @@ tensors are pinned for asynchronous copies. torch, transformers and onnx are imp
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 import logging
-import multiprocessing
 import os
 import re
 import threading
@@ -40,6 +40,7 @@ from fairstream.models.cascade import Cascade
 from fairstream.models.decision import NO_OFFSETS, regard_index
 from fairstream.models.encoding import MentionInput, encode_batch, encode_in_worker, init_encode_worker
 from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction, softmax
+from fairstream.processes import helper_pool
 
 logger = logging.getLogger(__name__)
 
@@ -490,7 +491,7 @@ class TorchJointModel:
             default_tokenize_workers(device) if tokenize_workers is None else tokenize_workers
         )
         self._tokenize_workers_arg = tokenize_workers  # what a pickled copy resolves again in its process
-        # asked for (argument or environment), not the default: falling back then is worth a warning
+        # asked for (argument or environment), not the default
         self._workers_asked = tokenize_workers is not None or TOKENIZE_WORKERS_ENV in os.environ
         self._tokenize_pool: ProcessPoolExecutor | None = None
         self.providers: list[str] = []  # JointModel compatibility (benchmarks print it)
@@ -656,19 +657,20 @@ class TorchJointModel:
     def _chunks_from_pool(
         self, pool: ProcessPoolExecutor, items: list[MentionInput], starts: range, chunk: int
     ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-        ahead: list[tuple[int, Future[dict[str, np.ndarray]]]] = []
+        def submit(start: int) -> tuple[int, Future[dict[str, np.ndarray]]]:
+            return start, pool.submit(encode_in_worker, items[start : start + chunk])
+
         todo = iter(starts)
+        ahead = collections.deque(
+            submit(start) for start in itertools.islice(todo, self.tokenize_workers + 1)
+        )
         try:
-            for start in itertools.islice(todo, self.tokenize_workers + 1):
-                ahead.append((start, pool.submit(encode_in_worker, items[start : start + chunk])))
             while ahead:
-                start, future = ahead.pop(0)
+                start, future = ahead.popleft()
                 feeds = future.result()
                 following = next(todo, None)
                 if following is not None:
-                    ahead.append(
-                        (following, pool.submit(encode_in_worker, items[following : following + chunk]))
-                    )
+                    ahead.append(submit(following))
                 yield start, feeds
         except BrokenProcessPool as exc:
             self.close()
@@ -682,26 +684,19 @@ class TorchJointModel:
 
     def _tokenizer_pool(self) -> ProcessPoolExecutor | None:
         if self._tokenize_pool is None:
-            if multiprocessing.current_process().daemon:
-                logger.log(
-                    logging.WARNING if self._workers_asked else logging.DEBUG,
-                    "tokenize_workers=%d ignored: a daemonic process (e.g. a DataLoader worker) cannot "
-                    "start processes; tokenizing in this process",
-                    self.tokenize_workers,
-                )
+            # (a forked child must not use the parent's tokenizer thread pool: tokenizers turns it
+            # off in the child by itself)
+            pool = helper_pool(
+                self.tokenize_workers,
+                init_encode_worker,
+                (str(self.model_dir / "tokenizer.json"), self.max_length),
+                setting="tokenize_workers",
+                doing="tokenizing",
+                warn=self._workers_asked,  # the default falls back quietly in every DataLoader worker
+            )
+            if pool is None:
                 self.tokenize_workers = 0
                 return None
-            # fork (Linux), as the scan workers and DataLoader do: no `if __name__ == "__main__":` guard
-            # needed in the user's script, and the children touch neither CUDA nor the model's locks;
-            # elsewhere spawn. (A forked child must not use the parent's tokenizer thread pool:
-            # tokenizers turns it off in the child by itself.)
-            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            pool = ProcessPoolExecutor(
-                self.tokenize_workers,
-                mp_context=multiprocessing.get_context(method),
-                initializer=init_encode_worker,
-                initargs=(str(self.model_dir / "tokenizer.json"), self.max_length),
-            )
             try:  # the first job starts every process (all at once with fork)
                 pool.submit(encode_in_worker, []).result()
             except BrokenProcessPool as exc:

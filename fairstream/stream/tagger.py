@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import multiprocessing
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -29,6 +28,7 @@ from fairstream.core.config import DEFAULT_CACHE_SIZE
 from fairstream.errors import WorkerError, option
 from fairstream.models.encoding import MentionInput
 from fairstream.models.runtime import JointModel, Prediction
+from fairstream.processes import helper_pool
 from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, SplitterName
 
@@ -169,27 +169,18 @@ class Tagger:
         if self.scan_workers == 0:
             return None
         if self._scan_pool is None:
-            if multiprocessing.current_process().daemon:
-                logger.warning(
-                    "scan_workers=%d ignored: a daemonic process (e.g. a DataLoader worker) cannot start "
-                    "processes; scanning in this process",
-                    self.scan_workers,
-                )
-                self.scan_workers = 0
-                return None
-            # fork (Linux): starts in milliseconds and needs no `if __name__ == "__main__":` guard in
-            # the user's script; the workers only scan text, touching none of the locks the model's
-            # threads may hold. Elsewhere spawn, which needs that guard (as DataLoader workers do).
-            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             # the sentence splitter is chosen here, once: without NLTK's data the fallback's warning
             # is logged by this process, not once more by every worker (16 times on a 16-core host)
             kind = self.extractor.splitter.resolved_kind()
-            self._scan_pool = ProcessPoolExecutor(
+            self._scan_pool = helper_pool(  # the workers only scan text
                 self.scan_workers,
-                mp_context=multiprocessing.get_context(method),
-                initializer=_init_scan_worker,
-                initargs=(self.taxonomy, kind, self.extractor.length_filter),
+                _init_scan_worker,
+                (self.taxonomy, kind, self.extractor.length_filter),
+                setting="scan_workers",
+                doing="scanning",
             )
+            if self._scan_pool is None:
+                self.scan_workers = 0
         return self._scan_pool
 
     def tag_batch(self, texts: list[str]) -> list[TaggedDocument]:
