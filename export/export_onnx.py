@@ -91,8 +91,8 @@ def export_model(
 ) -> dict:
     """Export a training run folder to a fairstream model folder; returns the written config.
 
-    ``activation_bits``: the int8 graph's per-row activation width (``export.quantize``: 7 decides the
-    same on every CPU; 8 is the scheme of the graphs shipped before session 23).
+    ``activation_bits``: the int8 graph's per-row activation width (``export.quantize``: 7 gives exact
+    integer sums on every CPU; 8 is the scheme of the graphs shipped before session 23).
 
     ``regard_offsets`` ([negative, neutral, positive]) is written as ``regard_logit_offsets``.
     ``with_torch`` also writes the PyTorch weights (``torch/model.safetensors``, fp32) and the encoder's
@@ -215,7 +215,7 @@ def main() -> None:
         type=int,
         choices=(7, 8),
         default=ACTIVATION_BITS,
-        help="int8 graph's activation width: 7 decides the same on every CPU (default); 8 is finer on CPUs "
+        help="int8 graph's activation width: 7 gives exact integer sums on every CPU (default); 8 is finer on CPUs "
         "with VNNI and saturates on AVX2-only ones (the graphs shipped before session 23)",
     )
     ap.add_argument(

@@ -19,7 +19,8 @@ vector, or one pooled vector in the heads) is quantized with a scale from its ow
 Activations use 7 of uint8's bits (``--activation-bits 7``, the default since session 23): on CPUs
 without VNNI (AVX2 only), onnxruntime's u8 x s8 GEMM adds pairs of byte products in 16-bit saturating
 arithmetic, and 255 x 127 x 2 overflows it; 127 x 127 x 2 does not, so the integer sums are exact
-on every CPU and a graph decides the same on all of them. Measured on joint-v6's weights on an
+on every CPU (the graph's fp32 operations can still round differently from one instruction set to
+another, so a mention at a threshold may rarely decide differently). Measured on joint-v6's weights on an
 AVX2-only EPYC (2,096 corpus pairs, against the fp32 twin): 8-bit decisions 99.62% equal (mean |dP|
 0.0044, max 0.460), 7-bit 99.71% (0.0056, max 0.292). ``--activation-bits 8`` (``max(|x|) / 127``,
 zero point 128) is the scheme of the graphs shipped before session 23: finer on VNNI CPUs, saturating
@@ -56,7 +57,7 @@ def quantization_tag(activation_bits: int = ACTIVATION_BITS) -> str:
     """The ``config.json`` / graph metadata description of the scheme."""
     if activation_bits == 8:  # the wording of the graphs shipped before session 23
         return "int8 weights per channel; int8 activations per row (batch-invariant)"
-    return f"int8 weights per channel; {activation_bits}-bit activations per row (batch-invariant, CPU-independent)"
+    return f"int8 weights per channel; {activation_bits}-bit activations per row (batch-invariant, exact integer sums on every CPU)"
 
 
 QUANTIZATION_TAG = quantization_tag()
