@@ -103,7 +103,7 @@ class SentenceSplitter:
                 try:
                     from nltk.tokenize import PunktTokenizer
 
-                    self._tokenizer = PunktTokenizer(self.language)
+                    self._tokenizer = _untimed_punkt(PunktTokenizer(self.language))
                     self.source = "punkt_tab"
                     return self._tokenizer
                 except LookupError:
@@ -119,7 +119,7 @@ class SentenceSplitter:
                             "NLTK's: %s",
                             NLTK_FIX,
                         )
-            self._tokenizer = _fallback_punkt()
+            self._tokenizer = _untimed_punkt(_fallback_punkt())
             self.source = "fairstream-fallback"
             return self._tokenizer
 
@@ -272,6 +272,34 @@ class _PunktBreaks:
             after = self._break_at_or_before(after - 1)
 
 
+def _untimed(pattern: Any) -> Any:
+    """NLTK's compiled pattern without the per-call time limit NLTK 3.10 wraps it in.
+
+    NLTK >= 3.10 routes every regular expression through ``nltk.redos.TimedPattern``: the third-party
+    ``regex`` engine plus a wall-clock timeout on each call, a guard meant for caller-supplied
+    patterns. For NLTK's own constant tokenizer patterns (linear, applied to one bounded sentence or
+    block) the guard is pure cost: about a fifth of the keyword stage on web text. The wrapped
+    engine and pattern are the same, so the results are too (tested against NLTK's own calls).
+    Older NLTK compiles with ``re`` and has nothing to unwrap.
+    """
+    inner = getattr(pattern, "_rx", None)
+    return inner if inner is not None and hasattr(inner, "sub") and hasattr(inner, "finditer") else pattern
+
+
+def _untimed_punkt(tokenizer: Any) -> Any:
+    """``tokenizer`` with its language variables' word and period-context patterns untimed (in place)."""
+    lang_vars = getattr(tokenizer, "_lang_vars", None)
+    for build, attr in (
+        ("_word_tokenizer_re", "_re_word_tokenizer"),
+        ("period_context_re", "_re_period_context"),
+    ):
+        if lang_vars is not None and callable(getattr(lang_vars, build, None)):
+            getattr(lang_vars, build)()  # compiles and caches the pattern on the instance
+            if hasattr(lang_vars, attr):
+                setattr(lang_vars, attr, _untimed(getattr(lang_vars, attr)))
+    return tokenizer
+
+
 def _fallback_punkt() -> Any:
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
@@ -380,6 +408,15 @@ class WordTokenizer:
         from nltk.tokenize import NLTKWordTokenizer
 
         self._tok = NLTKWordTokenizer()
+        # per instance, so NLTK's class (and other users of it) keep their time limits
+        tok: Any = self._tok
+        for name in ("STARTING_QUOTES", "PUNCTUATION", "ENDING_QUOTES", "CONVERT_PARENTHESES"):
+            setattr(tok, name, [(_untimed(p), sub) for p, sub in getattr(tok, name)])
+        for name in ("PARENS_BRACKETS", "DOUBLE_DASHES"):
+            p, sub = getattr(tok, name)
+            setattr(tok, name, (_untimed(p), sub))
+        tok.CONTRACTIONS2 = [_untimed(p) for p in tok.CONTRACTIONS2]
+        tok.CONTRACTIONS3 = [_untimed(p) for p in tok.CONTRACTIONS3]
 
     def tokenize(self, sentence: str) -> list[str]:
         """NLTK word tokens of one sentence."""

@@ -273,3 +273,64 @@ def test_removing_sentences_does_not_move_the_sentences_after_them(shared_dir):
     found = [after_text[c.start : c.end] for c in extractor.scan(after_text).candidates]
     assert found == kept
     assert any(s.startswith("-Second Phase: String of Irish successes\nFrom Clontibret") for s in found)
+
+
+_tricky_text = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["can't", "'re", "n't", "''", "``", "--", "...", "(a)", "[b]", "{c}", "«x»", "“y”", "‘z’"]
+        ),
+        # combining marks, joiners, Devanagari, Arabic-Indic digits: where regex and re disagree on \w
+        st.text(st.sampled_from(list("ab'\"` .,;:?!-$%&0\u0301\u093f\u0915\u200d\u00e9\u0660_")), max_size=6),
+    ),
+    max_size=20,
+).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_tricky_text)
+def test_word_tokens_equal_nltks_own_on_generated_text(text):
+    """Our tokenizer calls NLTK's patterns without NLTK's per-call time limit: same tokens."""
+    from nltk.tokenize import NLTKWordTokenizer
+
+    assert _WORDS.tokenize(text) == NLTKWordTokenizer().tokenize(text)
+
+
+_WORDS = WordTokenizer()
+
+
+def test_word_tokens_and_sentences_equal_nltks_own_on_real_text(shared_dir):
+    from nltk.tokenize import NLTKWordTokenizer, PunktTokenizer
+
+    from fairstream.text import block_spans
+
+    nltk_words, nltk_punkt, splitter = (
+        NLTKWordTokenizer(),
+        PunktTokenizer("english"),
+        SentenceSplitter("punkt"),
+    )
+    n_sentences = 0
+    for text in _fineweb_texts(shared_dir, 120):
+        for bs, be in block_spans(text):
+            block = text[bs:be]
+            spans = splitter.spans(block)
+            assert spans == list(nltk_punkt.span_tokenize(block))
+            for s, e in spans:
+                assert _WORDS.tokenize(block[s:e]) == nltk_words.tokenize(block[s:e])
+                n_sentences += 1
+    assert n_sentences > 1000
+
+
+def test_untimed_patterns_are_this_instances_only():
+    """NLTK's classes keep their time-limited patterns; only fairstream's own instances drop the limit."""
+    redos = pytest.importorskip("nltk.redos", reason="NLTK < 3.10 compiles with re: nothing is unwrapped")
+    from nltk.tokenize import NLTKWordTokenizer
+
+    words = WordTokenizer()
+    assert isinstance(NLTKWordTokenizer.PUNCTUATION[0][0], redos.TimedPattern)
+    assert not any(
+        isinstance(p, redos.TimedPattern) for p, _ in words._tok.PUNCTUATION + words._tok.STARTING_QUOTES
+    )
+    punkt = SentenceSplitter("punkt")._load()
+    assert not isinstance(punkt._lang_vars._re_word_tokenizer, redos.TimedPattern)
+    assert not isinstance(punkt._lang_vars._re_period_context, redos.TimedPattern)
