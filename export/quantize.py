@@ -312,8 +312,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("src", type=Path, help="an onnxruntime dynamic int8 model (fp32 with --from-fp32)")
     ap.add_argument("dst", type=Path)
-    ap.add_argument("--from-fp32", action="store_true", help="src is fp32: quantize it first")
-    ap.add_argument(
+    source = ap.add_mutually_exclusive_group()
+    source.add_argument("--from-fp32", action="store_true", help="src is fp32: quantize it first")
+    source.add_argument(
         "--rebit",
         action="store_true",
         help="src is already a per-row graph: only change its activation width",
