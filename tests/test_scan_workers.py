@@ -41,20 +41,33 @@ def test_worker_scans_tag_exactly_as_in_process(shipped):
     assert workers._scan_pool is None
 
 
-def test_stream_with_scan_workers_keeps_and_drops_the_same(shipped):
+@pytest.mark.parametrize("overlap", ["on", "off", "auto"])
+def test_stream_with_scan_workers_keeps_and_drops_the_same(shipped, overlap):
     docs = sample_docs(300)
 
     def run(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         stream = FairStream(
-            docs, model=shipped, cap=0.01, warmup=0, annotate=True, scan_workers=n, lookahead=64
+            docs,
+            model=shipped,
+            cap=0.01,
+            warmup=0,
+            annotate=True,
+            scan_workers=n,
+            lookahead=64,
+            scan_overlap=overlap,
         )
         out = list(stream)
-        # with workers, each window after the first was scanned while the one before was judged
-        assert stream.tagger.prefetched_calls == (4 if n else 0)
+        # overlapping: each window after the first was scanned while the one before was judged;
+        # not (off, and auto with a CPU model): each window scanned by the workers, then one model call
+        overlaps = n > 0 and overlap == "on"
+        assert stream.tagger.prefetched_calls == (4 if overlaps else 0)
         return out, stream.stats()
 
     (plain, plain_stats), (pooled, pooled_stats) = run(0), run(2)
     assert pooled == plain and len(plain) > 0
+    calls = plain_stats["counters"]["model_calls"], pooled_stats["counters"]["model_calls"]
+    # without overlap one model call per window, as in one process; with it, chunks may go as scanned
+    assert calls[0] == 5 and (calls[1] >= calls[0] if overlap == "on" else calls[1] == calls[0])
     counts = {k: v for k, v in plain_stats["counters"].items() if k != "model_calls"}
     assert {k: v for k, v in pooled_stats["counters"].items() if k != "model_calls"} == counts
     assert counts["docs_in"] == len(docs) and counts["sentences_dropped"] > 0
@@ -88,6 +101,14 @@ def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shi
     assert shipped.device == "cpu"
     gpu_like = type("Gpu", (), {"device": "cuda:0"})()  # as TorchJointModel on a GPU names itself
     assert default_scan_workers(gpu_like) == max(1, usable_cores() - 1)
+    # scans overlap the model only beside a GPU, unless told
+    gpu_like = type("Gpu", (), {"device": "cuda:0", "name": "stand-in", "batch_invariant": True})()
+    assert Tagger(gpu_like, scan_workers=1).prefetches and not Tagger(shipped, scan_workers=1).prefetches
+    assert Tagger(shipped, scan_workers=1, scan_overlap=True).prefetches
+    assert not Tagger(gpu_like, scan_workers=1, scan_overlap=False).prefetches
+    assert not Tagger(gpu_like, scan_workers=0).prefetches
+    with pytest.raises(ValueError, match="scan_overlap"):
+        FilterConfig(scan_overlap="sometimes")
     assert FilterStep(FilterConfig(scan_workers=3), model=shipped).tagger.scan_workers == 3
     assert FilterStep(model=shipped).tagger.scan_workers == 0
     code = main(["filter", str(sample_corpus_path()), "-o", str(tmp_path / "o"), "--scan-workers", "-2"])
@@ -106,9 +127,9 @@ def test_cli_scan_workers_read_ahead_and_write_the_same_outputs(tmp_path, monkey
         Tagger, "prefetch", lambda self, texts: (handed_over.append(len(texts)), real_prefetch(self, texts))
     )
     outs = {}
-    for n in (0, 2):
+    for n, overlap in ((0, "auto"), (2, "on"), (2, "auto")):
         handed_over.clear()
-        out = tmp_path / f"o{n}"
+        out = tmp_path / f"o{n}-{overlap}"
         argv = [
             "filter",
             str(corpus),
@@ -116,17 +137,20 @@ def test_cli_scan_workers_read_ahead_and_write_the_same_outputs(tmp_path, monkey
             str(out),
             "--scan-workers",
             str(n),
+            "--scan-overlap",
+            overlap,
             "--lookahead",
             "40",
             *scope_args,
         ]
         assert main(argv) == 0
-        outs[n] = (out / "data" / "c.jsonl").read_text(encoding="utf-8")
+        outs[n, overlap] = (out / "data" / "c.jsonl").read_text(encoding="utf-8")
         counters = json.loads((out / "stats.json").read_text())["counters"]
-        assert counters["docs_in"] == 120 and counters["docs_out"] == outs[n].count("\n")
-        # three windows: the 2nd and 3rd read ahead (the global scope: in its annotate pass)
-        assert handed_over == ([40, 40] if n else [])
-    assert outs[0] == outs[2] and 100 < outs[0].count("\n") <= 120
+        assert counters["docs_in"] == 120 and counters["docs_out"] == outs[n, overlap].count("\n")
+        # three windows: with overlap the 2nd and 3rd are handed over ahead (the global scope: in its
+        # annotate pass); "auto" with the CPU model scans each window with the workers when it comes
+        assert handed_over == ([40, 40] if n and overlap == "on" else [])
+    assert len(set(outs.values())) == 1 and 100 < outs[0, "auto"].count("\n") <= 120
 
 
 def test_read_one_ahead_hands_out_what_was_read_before_an_error():

@@ -138,6 +138,7 @@ class FilterStep:
             cache_size=c.cache_size,
             batch_size=c.batch_size,
             scan_workers=c.scan_workers if c.scan_workers is not None else default_scan_workers(model),
+            scan_overlap={"auto": None, "on": True, "off": False}[c.scan_overlap],
         )
         self.taxonomy = self.tagger.taxonomy
         self.controller = CapController(

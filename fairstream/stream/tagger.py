@@ -88,12 +88,17 @@ class Tagger:
             batch-invariant model (the shipped one) a cached prediction equals a recomputed one, so
             decisions and exact resume do not depend on it; with a model that is not, the cache is
             turned off (its answers would depend on what was judged before).
-        scan_workers: processes running the keyword stage (0: in this process). Worth it when the
-            model is faster than one core's keyword stage (about 10 MB/s of web text): a GPU. The
-            tags are the same; with a batch-invariant model the mentions of scanned chunks are
-            judged while later chunks are scanned, else in one call after the last chunk. Inside a
-            daemonic process (a DataLoader worker), which may not start processes, it falls back
-            to 0 with a warning.
+        scan_workers: processes running the keyword stage (0: in this process). The tags are the
+            same with any number. Inside a daemonic process (a DataLoader worker), which may not
+            start processes, it falls back to 0 with a warning.
+        scan_overlap: whether the workers' scans overlap the model. ``True``: callers hand the next
+            window to ``prefetch`` while this one is judged, and with a batch-invariant model the
+            mentions of scanned chunks are judged while later chunks are scanned: right for a model
+            faster than one core's keyword stage (a GPU). ``False``: each window is scanned by all
+            workers, then judged in one call: on CPU the model already uses the cores, and
+            overlapping them only slows it by what the scan saves (session 25: 2 workers on 2 cores
+            1.07x no workers this way). ``None`` (default): ``True`` when the model's ``device`` is
+            CUDA.
     """
 
     def __init__(
@@ -106,6 +111,7 @@ class Tagger:
         cache_size: int = DEFAULT_CACHE_SIZE,
         batch_size: int = 8,
         scan_workers: int = 0,
+        scan_overlap: bool | None = None,
     ) -> None:
         if cache_size < 0:
             raise ValueError(f"cache_size={cache_size} must be >= 0")
@@ -125,6 +131,9 @@ class Tagger:
             cache_size = 0
         self.cache_size = cache_size
         self.scan_workers = scan_workers
+        if scan_overlap is None:
+            scan_overlap = str(getattr(self.model, "device", "cpu")).startswith("cuda")
+        self.scan_overlap = scan_overlap
         self._scan_pool: ProcessPoolExecutor | None = None
         # scans started by ``prefetch``, oldest first: the window after the one being tagged, and
         # the one after it that the caller hands over before tagging it
@@ -152,8 +161,8 @@ class Tagger:
 
     @property
     def prefetches(self) -> bool:
-        """Whether ``prefetch`` does anything (``scan_workers`` > 0): callers then read a window ahead."""
-        return self.scan_workers > 0
+        """Whether ``prefetch`` does anything (scan workers that overlap the model): callers then read a window ahead."""
+        return self.scan_workers > 0 and self.scan_overlap
 
     def prefetch(self, texts: list[str]) -> None:
         """Start scanning ``texts`` in the scan workers now, for the ``tag_batch(texts)`` call to come.
@@ -161,6 +170,8 @@ class Tagger:
         Callers hand over the next window before the model judges the current one, so the workers
         scan while the model runs; the later ``tag_batch`` with equal texts takes these scans.
         """
+        if not self.prefetches:
+            return
         pool = self._pool() if len(texts) > 1 else None
         if pool is not None:
             self._prefetched = [*self._prefetched[-1:], (list(texts), *self._submit_scans(texts, pool))]
@@ -212,9 +223,9 @@ class Tagger:
         else:
             chunk, futures = self._submit_scans(texts, pool)
         starts = range(0, len(texts), chunk)
-        # a batch-invariant model judges a mention alike in any batch: send what is scanned once it
-        # fills a few batches; otherwise one call, as without workers
-        invariant = getattr(self.model, "batch_invariant", False)
+        # a batch-invariant model judges a mention alike in any batch: when scans overlap the model,
+        # send what is scanned once it fills a few batches; otherwise one call, as without workers
+        invariant = getattr(self.model, "batch_invariant", False) and self.scan_overlap
         flush_at = max(256, 32 * (getattr(self.model, "batch_size", None) or 8)) if invariant else math.inf
         scans: list[DocumentScan] = []
         todo: dict[Key, MentionInput] = {}
