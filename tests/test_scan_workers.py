@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import pickle
 from typing import Any
 
@@ -57,6 +58,7 @@ def test_stream_with_scan_workers_keeps_and_drops_the_same(shipped, overlap):
             scan_overlap=overlap,
         )
         out = list(stream)
+        assert stream.tagger._scan_pool is None  # the workers end with the pass
         # overlapping: each window after the first was scanned while the one before was judged;
         # not (off, and auto with a CPU model): each window scanned by the workers, then one model call
         overlaps = n > 0 and overlap == "on"
@@ -94,10 +96,18 @@ def test_pickled_tagger_carries_the_setting_not_the_processes(shipped):
     tagger.close()
 
 
-def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shipped, tmp_path):
+def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shipped, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"scan_workers=-1 must be >= 0"):
         Tagger(shipped, scan_workers=-1)
-    assert default_scan_workers(shipped) == 0  # on CPU the model uses the cores
+    # on CPU: this process's share of the cores where processes fork, to scan between model calls
+    from fairstream.models.runtime import auto_intra_op_threads
+
+    share = auto_intra_op_threads()
+    forks = "fork" in multiprocessing.get_all_start_methods()
+    assert default_scan_workers(shipped) == (share if forks and share >= 2 else 0)
+    monkeypatch.setenv("FAIRSTREAM_PROCESSES", str(usable_cores()))  # as under a pool of processes
+    assert default_scan_workers(shipped) == 0
+    monkeypatch.delenv("FAIRSTREAM_PROCESSES")
     assert shipped.device == "cpu"
     gpu_like = type("Gpu", (), {"device": "cuda:0"})()  # as TorchJointModel on a GPU names itself
     assert default_scan_workers(gpu_like) == max(1, usable_cores() - 1)
@@ -110,7 +120,8 @@ def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shi
     with pytest.raises(ValueError, match="scan_overlap"):
         FilterConfig(scan_overlap="sometimes")
     assert FilterStep(FilterConfig(scan_workers=3), model=shipped).tagger.scan_workers == 3
-    assert FilterStep(model=shipped).tagger.scan_workers == 0
+    assert FilterStep(model=shipped).tagger.scan_workers == default_scan_workers(shipped)
+    assert FilterStep(FilterConfig(scan_workers=0), model=shipped).tagger.scan_workers == 0
     code = main(["filter", str(sample_corpus_path()), "-o", str(tmp_path / "o"), "--scan-workers", "-2"])
     assert code == 2 and not (tmp_path / "o").exists()
 

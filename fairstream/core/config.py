@@ -170,9 +170,10 @@ class FilterConfig:
     scan_workers: int | None = field(
         default=None,
         metadata=_optional_count(
-            "processes running the keyword stage (matching, sentence splitting) beside the model, so "
-            "a GPU is not held back by one core scanning text; default: the cores minus one when the "
-            "model runs on a GPU, 0 (scan in the model's process) on CPU; speed only",
+            "processes running the keyword stage (matching, sentence splitting) beside the model; "
+            "default: the cores minus one when the model runs on a GPU, so it is not held back by one "
+            "core scanning text; on CPU this process's share of the cores where processes fork (Linux; "
+            "elsewhere, in DataLoader workers, or with one core: 0, the model's process scans); speed only",
             least=0,
         ),
     )

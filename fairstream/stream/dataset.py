@@ -178,8 +178,11 @@ class FairStream(IterableDataset):
         local = max(0, (resume - shard + n_shards - 1) // n_shards)
         window_start = shard + (local // self.lookahead) * self.lookahead * n_shards
         windows = self._windows(self._indexed_source(window_start))
-        for window in self.step.read_ahead(windows, lambda w: [doc for _, doc in w]):
-            yield from self._process_window(window, n_shards, resume)
+        try:
+            for window in self.step.read_ahead(windows, lambda w: [doc for _, doc in w]):
+                yield from self._process_window(window, n_shards, resume)
+        finally:  # the scan workers end with the pass (a next pass starts new ones)
+            self.step.tagger.close()
 
     def _windows(self, source: Iterator[tuple[int, Any]]) -> Iterator[list[tuple[int, Any]]]:
         """Consecutive windows of ``lookahead`` documents.
