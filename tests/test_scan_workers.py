@@ -79,6 +79,26 @@ def _stream_in_worker(docs: list[dict[str, Any]]) -> list[Any]:
     return list(DataLoader(FairStream(docs, cap=0.01, scan_workers=1), batch_size=None, num_workers=1))
 
 
+def test_default_scan_workers_fall_back_quietly_in_a_daemonic_process(shipped, monkeypatch, caplog):
+    # a default computed in the main process (the cores, on Linux) is pickled into DataLoader workers,
+    # which may not start processes: it scans in process there without a warning nobody asked for;
+    # an explicit setting still warns
+    import logging
+
+    import fairstream.processes
+
+    daemonic = type("Daemonic", (), {"daemon": True})()
+    monkeypatch.setattr(fairstream.processes.multiprocessing, "current_process", lambda: daemonic)
+    for config, warns in ((FilterConfig(), False), (FilterConfig(scan_workers=2), True)):
+        tagger = FilterStep(config, model=shipped).tagger
+        tagger.scan_workers = 2  # as the main process's default would be on a machine with 2+ cores
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="fairstream.processes"):
+            assert tagger._pool() is None and tagger.scan_workers == 0
+        levels = [r.levelno for r in caplog.records if "scan_workers=2 ignored" in r.getMessage()]
+        assert levels == [logging.WARNING if warns else logging.DEBUG]
+
+
 def test_dataloader_worker_falls_back_to_scanning_in_process():
     # DataLoader workers are daemonic and may not start processes: the setting is ignored there
     # (with a warning) and the worker filters exactly as without it

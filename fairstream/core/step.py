@@ -149,6 +149,8 @@ class FilterStep:
             batch_size=c.batch_size,
             scan_workers=c.scan_workers if c.scan_workers is not None else default_scan_workers(model),
             scan_overlap={"auto": None, "on": True, "off": False}[c.scan_overlap],
+            # a default computed in the main process may reach a DataLoader worker: no warning there
+            scan_fallback_warns=c.scan_workers is not None,
         )
         self.taxonomy = self.tagger.taxonomy
         self.controller = CapController(

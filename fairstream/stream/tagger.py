@@ -99,6 +99,8 @@ class Tagger:
             overlapping them only slows it by what the scan saves (session 25: 2 workers on 2 cores
             1.07x no workers this way). ``None`` (default): ``True`` when the model's ``device`` is
             CUDA.
+        scan_fallback_warns: whether falling back to 0 scan workers inside a daemonic process logs a
+            warning (``False`` for a default the user did not ask for: it then logs at debug level).
     """
 
     def __init__(
@@ -112,6 +114,7 @@ class Tagger:
         batch_size: int = 8,
         scan_workers: int = 0,
         scan_overlap: bool | None = None,
+        scan_fallback_warns: bool = True,
     ) -> None:
         if cache_size < 0:
             raise ValueError(f"cache_size={cache_size} must be >= 0")
@@ -134,6 +137,7 @@ class Tagger:
         if scan_overlap is None:
             scan_overlap = str(getattr(self.model, "device", "cpu")).startswith("cuda")
         self.scan_overlap = scan_overlap
+        self.scan_fallback_warns = scan_fallback_warns
         self._scan_pool: ProcessPoolExecutor | None = None
         # scans started by ``prefetch``, oldest first: the window after the one being tagged, and
         # the one after it that the caller hands over before tagging it
@@ -189,6 +193,7 @@ class Tagger:
                 (self.taxonomy, kind, self.extractor.length_filter),
                 setting="scan_workers",
                 doing="scanning",
+                warn=self.scan_fallback_warns,
             )
             if self._scan_pool is None:
                 self.scan_workers = 0
