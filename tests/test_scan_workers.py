@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import pickle
 from typing import Any
 
@@ -30,6 +29,7 @@ def shipped() -> JointModel:
 def test_worker_scans_tag_exactly_as_in_process(shipped):
     texts = [d["text"] for d in sample_docs()]
     here, workers = Tagger(shipped, scan_workers=0), Tagger(shipped, scan_workers=2)
+    workers.scan_min_docs = 2  # calls of 50 documents go to the workers too
     try:
         for lo in range(0, len(texts), 50):  # three calls: the cache carries across them in both
             assert workers.tag_batch(texts[lo : lo + 50]) == here.tag_batch(texts[lo : lo + 50])
@@ -57,6 +57,7 @@ def test_stream_with_scan_workers_keeps_and_drops_the_same(shipped, overlap):
             lookahead=64,
             scan_overlap=overlap,
         )
+        stream.tagger.scan_min_docs = 2  # windows of 64 use the workers here too
         out = list(stream)
         assert stream.tagger._scan_pool is None  # the workers end with the pass
         # overlapping: each window after the first was scanned while the one before was judged;
@@ -109,6 +110,7 @@ def test_dataloader_worker_falls_back_to_scanning_in_process():
 
 def test_pickled_tagger_carries_the_setting_not_the_processes(shipped):
     tagger = Tagger(shipped, scan_workers=1)
+    tagger.scan_min_docs = 2
     tagger.tag_batch(["An Asian visitor met a Muslim neighbour.", "Nothing here."])
     assert tagger._scan_pool is not None
     clone = pickle.loads(pickle.dumps(tagger))
@@ -116,18 +118,10 @@ def test_pickled_tagger_carries_the_setting_not_the_processes(shipped):
     tagger.close()
 
 
-def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shipped, tmp_path, monkeypatch):
+def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shipped, tmp_path):
     with pytest.raises(ValueError, match=r"scan_workers=-1 must be >= 0"):
         Tagger(shipped, scan_workers=-1)
-    # on CPU: this process's share of the cores where processes fork, to scan between model calls
-    from fairstream.models.runtime import auto_intra_op_threads
-
-    share = auto_intra_op_threads()
-    forks = "fork" in multiprocessing.get_all_start_methods()
-    assert default_scan_workers(shipped) == (share if forks and share >= 2 else 0)
-    monkeypatch.setenv("FAIRSTREAM_PROCESSES", str(usable_cores()))  # as under a pool of processes
-    assert default_scan_workers(shipped) == 0
-    monkeypatch.delenv("FAIRSTREAM_PROCESSES")
+    assert default_scan_workers(shipped) == 0  # on CPU: opt-in (--scan-workers N)
     assert shipped.device == "cpu"
     gpu_like = type("Gpu", (), {"device": "cuda:0"})()  # as TorchJointModel on a GPU names itself
     assert default_scan_workers(gpu_like) == max(1, usable_cores() - 1)
@@ -137,10 +131,13 @@ def test_scan_workers_argument_checks_and_defaults_with_a_stand_in_gpu_model(shi
     assert Tagger(shipped, scan_workers=1, scan_overlap=True).prefetches
     assert not Tagger(gpu_like, scan_workers=1, scan_overlap=False).prefetches
     assert not Tagger(gpu_like, scan_workers=0).prefetches
+    small = Tagger(shipped, scan_workers=2)  # between model calls, a small call is not worth the workers
+    small.tag_batch(["An Asian visitor met a Muslim neighbour.", "Nothing here."])
+    assert small._scan_pool is None and small.scan_min_docs > 2
     with pytest.raises(ValueError, match="scan_overlap"):
         FilterConfig(scan_overlap="sometimes")
     assert FilterStep(FilterConfig(scan_workers=3), model=shipped).tagger.scan_workers == 3
-    assert FilterStep(model=shipped).tagger.scan_workers == default_scan_workers(shipped)
+    assert FilterStep(model=shipped).tagger.scan_workers == 0
     assert FilterStep(FilterConfig(scan_workers=0), model=shipped).tagger.scan_workers == 0
     code = main(["filter", str(sample_corpus_path()), "-o", str(tmp_path / "o"), "--scan-workers", "-2"])
     assert code == 2 and not (tmp_path / "o").exists()
@@ -206,6 +203,7 @@ def test_failing_source_with_scan_workers_emits_everything_before_the_error(ship
 
     expected = list(FairStream(docs[:23], model=shipped, cap=0.01, lookahead=5))
     stream = FairStream(source(), model=shipped, cap=0.01, lookahead=5, scan_workers=1)
+    stream.tagger.scan_min_docs = 2
     out = []
     with pytest.raises(OSError, match="corrupt record"):
         for doc in stream:
@@ -222,6 +220,7 @@ def test_a_killed_scan_worker_is_one_clear_error_and_the_tagger_recovers(shipped
 
     texts = [d["text"] for d in sample_docs(20)]
     tagger = Tagger(shipped, scan_workers=1)
+    tagger.scan_min_docs = 2
     first = tagger.tag_batch(texts)
     assert tagger._scan_pool is not None
     for wait_first in (False, True):  # the death seen when scans are handed over, or when awaited
@@ -248,6 +247,7 @@ def test_without_nltk_data_the_fallback_warning_comes_once_not_once_per_worker(t
         "from fairstream.stream.tagger import Tagger\n"
         "texts = [json.loads(x)['text'] for x in sample_corpus_path().open()][:60]\n"
         "workers, here = Tagger(scan_workers=3), Tagger(scan_workers=0)\n"
+        "workers.scan_min_docs = 2\n"
         "tagged = workers.tag_batch(texts)\n"
         "assert workers._scan_pool is not None\n"
         "workers.close()\n"

@@ -12,7 +12,6 @@ reproducible: ``state_dict()`` taken between two documents restores exactly.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,7 +22,7 @@ from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
 from fairstream.core.stats import StreamStats
 from fairstream.errors import InvalidDocumentError, option
 from fairstream.models.loader import load_model_for
-from fairstream.models.runtime import auto_intra_op_threads, usable_cores
+from fairstream.models.runtime import usable_cores
 from fairstream.stream.tagger import MentionModel, TaggedDocument, Tagger
 from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, coerce_text
@@ -97,22 +96,15 @@ def read_one_ahead(items: Iterator[T]) -> Iterator[tuple[T, T | None]]:
 
 
 def default_scan_workers(model: Any) -> int:
-    """Keyword-stage processes for ``scan_workers=None``.
+    """Keyword-stage processes for ``scan_workers=None``: the cores but one beside a GPU, else 0.
 
-    Beside a GPU: the cores but one, scanning while the model runs (a GPU model outruns one core's
-    keyword stage). On CPU: this process's share of the cores (``auto_intra_op_threads``: the cores
-    over the processes predicting at once) when that is 2 or more, where processes fork (Linux) and
-    this process may start them (not a DataLoader worker); else 0. There the workers scan each
-    window between model calls (``scan_overlap`` auto), which took the keyword stage off the wall
-    time's single-core path: 1.06x end to end on 2 cores (benchmarks/RESULTS.md, session 25).
+    A GPU model outruns one core's keyword stage, which then runs in parallel to keep it fed. On CPU
+    ``--scan-workers N`` between model calls gained 1.06x end to end on 2 cores (session 25), but as a
+    default it hung the test suite inside the offline engine's spawned worker processes (each forked
+    its own scan workers); until that is understood the CPU default stays 0.
     """
     device = str(getattr(model, "device", "cpu"))
-    if device.startswith("cuda"):
-        return max(1, usable_cores() - 1)
-    if multiprocessing.current_process().daemon or "fork" not in multiprocessing.get_all_start_methods():
-        return 0  # spawning helpers would need the user's __main__ guard
-    share = auto_intra_op_threads()
-    return share if share >= 2 else 0
+    return max(1, usable_cores() - 1) if device.startswith("cuda") else 0
 
 
 class FilterStep:

@@ -33,6 +33,9 @@ from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, SplitterName
 
 logger = logging.getLogger(__name__)
+# Between model calls (no overlap) the workers pay off only on windows of hundreds of documents:
+# starting them (a fork of a process holding the model) and handing texts over cost ~0.3 s a pass
+SCAN_WORKERS_MIN_DOCS = 512
 
 
 class MentionModel(Protocol):
@@ -95,7 +98,8 @@ class Tagger:
             window to ``prefetch`` while this one is judged, and with a batch-invariant model the
             mentions of scanned chunks are judged while later chunks are scanned: right for a model
             faster than one core's keyword stage (a GPU). ``False``: each window is scanned by all
-            workers, then judged in one call: on CPU the model already uses the cores, and
+            workers (calls of ``SCAN_WORKERS_MIN_DOCS`` documents or more; smaller ones scan in
+            this process), then judged in one call: on CPU the model already uses the cores, and
             overlapping them only slows it by what the scan saves (session 25: 2 workers on 2 cores
             1.07x no workers this way). ``None`` (default): ``True`` when the model's ``device`` is
             CUDA.
@@ -138,6 +142,7 @@ class Tagger:
             scan_overlap = str(getattr(self.model, "device", "cpu")).startswith("cuda")
         self.scan_overlap = scan_overlap
         self.scan_fallback_warns = scan_fallback_warns
+        self.scan_min_docs = SCAN_WORKERS_MIN_DOCS  # without overlap, smaller calls scan in process
         self._scan_pool: ProcessPoolExecutor | None = None
         # scans started by ``prefetch``, oldest first: the window after the one being tagged, and
         # the one after it that the caller hands over before tagging it
@@ -201,7 +206,8 @@ class Tagger:
 
     def tag_batch(self, texts: list[str]) -> list[TaggedDocument]:
         """Tag several documents, batching model calls over all their uncached mentions."""
-        pool = self._pool() if len(texts) > 1 else None
+        least = 2 if self.scan_overlap else self.scan_min_docs
+        pool = self._pool() if len(texts) >= least else None
         if pool is not None:
             return self._tag_with_workers(texts, pool)
         t0 = time.perf_counter()
