@@ -182,7 +182,7 @@ class FilterConfig:
             "with scan workers, whether they scan the next look-ahead window while the model judges "
             "this one (on) or split each window's keyword stage between model calls (off); auto: on "
             "when the model runs on a GPU, off on CPU, where the model already uses the cores (on 2 "
-            "cores, off with 2 workers ran 1.07x no workers; on, 0.95-1.0x); speed only",
+            "cores, off with 2 workers ran 1.06x no workers; on, 1.00x); speed only",
             choices=SCAN_OVERLAP_VALUES,
         ),
     )
