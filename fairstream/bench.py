@@ -1044,7 +1044,7 @@ def register(add: Callable[..., Any]) -> None:
         type=_whole(0),
         default=None,
         help="keyword-stage processes of the end-to-end run (default: the filter's: cores - 1 beside a GPU, "
-        "the process's core share on CPU under Linux)",
+        "0 on CPU)",
     )
     p.add_argument(
         "--quick", action="store_true", help="a slice: 40 documents, 48 pairs, batch sizes 1 and 8"

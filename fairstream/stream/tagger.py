@@ -236,8 +236,8 @@ class Tagger:
         starts = range(0, len(texts), chunk)
         # a batch-invariant model judges a mention alike in any batch: when scans overlap the model,
         # send what is scanned once it fills a few batches; otherwise one call, as without workers
-        invariant = getattr(self.model, "batch_invariant", False) and self.scan_overlap
-        flush_at = max(256, 32 * (getattr(self.model, "batch_size", None) or 8)) if invariant else math.inf
+        flush_early = self.scan_overlap and getattr(self.model, "batch_invariant", False)
+        flush_at = max(256, 32 * (getattr(self.model, "batch_size", None) or 8)) if flush_early else math.inf
         scans: list[DocumentScan] = []
         todo: dict[Key, MentionInput] = {}
         found: dict[Key, Prediction] = {}
