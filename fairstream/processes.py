@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.util
+import os
+import threading
+import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -27,6 +32,9 @@ def helper_pool(
     level). The pool forks on Linux: it starts in milliseconds and needs no
     ``if __name__ == "__main__":`` guard in the user's script; the helpers must touch none of the
     locks the parent's threads may hold (the model's, CUDA). Elsewhere it spawns, which needs that guard.
+
+    The pool is shut down when this process exits, also where that is a worker of another pool (the
+    offline engine's), and each helper exits by itself once this process is gone (killed).
     """
     if multiprocessing.current_process().daemon:
         logger.log(
@@ -39,6 +47,38 @@ def helper_pool(
         )
         return None
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(
-        workers, mp_context=multiprocessing.get_context(method), initializer=initializer, initargs=initargs
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_init_helper,
+        initargs=(os.getpid(), initializer, initargs),
     )
+    # A multiprocessing child joins its non-daemonic children (these helpers) on exit before the
+    # atexit hook that would shut this pool down; kept alive by a module global in a worker of the
+    # offline engine, the pool then waited for work forever and so did its parent. Multiprocessing
+    # runs finalizers with an exit priority before that join, the highest first: above the pool's own
+    # queues' (10), which must still carry the shutdown to the helpers.
+    multiprocessing.util.Finalize(pool, _shut_down, args=(weakref.ref(pool),), exitpriority=20)
+    return pool
+
+
+def _shut_down(pool_ref: weakref.ref[ProcessPoolExecutor]) -> None:
+    pool = pool_ref()
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _init_helper(parent: int, initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
+    # a helper blocks reading its work queue, whose write end it holds itself: a parent killed with
+    # SIGKILL would leave it waiting forever (and holding the parent's stdout, which a caller reading
+    # that pipe waits on); it leaves once it has been handed to another parent
+    threading.Thread(
+        target=_exit_when_orphaned, args=(parent,), daemon=True, name="fairstream-orphan-watch"
+    ).start()
+    initializer(*initargs)
+
+
+def _exit_when_orphaned(parent: int, every_s: float = 0.5) -> None:
+    while os.getppid() == parent:
+        time.sleep(every_s)
+    os._exit(0)

@@ -99,9 +99,9 @@ def default_scan_workers(model: Any) -> int:
     """Keyword-stage processes for ``scan_workers=None``: the cores but one beside a GPU, else 0.
 
     A GPU model outruns one core's keyword stage, which then runs in parallel to keep it fed. On CPU
-    ``--scan-workers N`` between model calls gained 1.06x end to end on 2 cores (session 25), but as a
-    default it hung the test suite inside the offline engine's spawned worker processes (each forked
-    its own scan workers); until that is understood the CPU default stays 0.
+    ``--scan-workers N`` between model calls gained 1.06x on 2 cores (session 25), but end to end the
+    gain was inside the run-to-run spread, for ~7 CPU seconds of pickling and forked processes: the
+    CPU default stays 0.
     """
     device = str(getattr(model, "device", "cpu"))
     return max(1, usable_cores() - 1) if device.startswith("cuda") else 0
