@@ -42,17 +42,25 @@ from fairstream.models.labels import LabelledPair, load_labelled_pairs
 REPORTED = ("regard_macro_f1", "regard_micro_f1", "negative_precision", "negative_recall")
 
 
-def offset_grid(limit: float = 2.0, step: float = 0.1) -> np.ndarray:
-    """Candidate offsets ``(G, 3)``: negative and positive in [-limit, limit], neutral 0.
+FREE_OFFSETS = ("negative", "positive")
 
-    Rows are ordered nearest 0 first (by L1 norm, then L2 norm, then value), so the first row
-    of a tie is the one nearest 0.
+
+def offset_grid(limit: float = 2.0, step: float = 0.1, free: Sequence[str] = FREE_OFFSETS) -> np.ndarray:
+    """Candidate offsets ``(G, 3)``: the ``free`` ones (negative, positive) in [-limit, limit], the rest 0.
+
+    Neutral is always 0. Rows are ordered nearest 0 first (by L1 norm, then L2 norm, then value), so
+    the first row of a tie is the one nearest 0.
     """
     if step <= 0 or limit < 0:
         raise ValueError(f"grid needs step > 0 and limit >= 0 (got step={step}, limit={limit})")
+    unknown = sorted(set(free) - set(FREE_OFFSETS))
+    if unknown or not free:
+        raise ValueError(f"free offsets {list(free)}: choose one or both of {', '.join(FREE_OFFSETS)}")
     k = round(limit / step)
     values = np.round(np.arange(-k, k + 1) * step, 10)
-    rows = [(neg, 0.0, pos) for neg in values for pos in values]
+    negs = values if "negative" in free else np.zeros(1)
+    poss = values if "positive" in free else np.zeros(1)
+    rows = [(float(neg), 0.0, float(pos)) for neg in negs for pos in poss]
     rows.sort(key=lambda r: (abs(r[0]) + abs(r[2]), r[0] ** 2 + r[2] ** 2, r[0], r[2]))
     return np.array(rows, dtype=np.float64)
 
@@ -275,13 +283,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the fold assignment")
     ap.add_argument("--grid-limit", type=float, default=2.0, help="offsets searched in [-limit, limit]")
     ap.add_argument("--grid-step", type=float, default=0.1)
+    ap.add_argument(
+        "--free",
+        nargs="+",
+        choices=FREE_OFFSETS,
+        default=list(FREE_OFFSETS),
+        help="the offsets searched (the others stay 0; neutral always 0): e.g. --free negative when "
+        "the positive offset swings from fold to fold",
+    )
     ap.add_argument("--threshold", type=float, default=0.5, help="WSD yes threshold (WSD scores only)")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     args = ap.parse_args(argv)
     if args.folds < 2:
         ap.error(f"--folds {args.folds}: needs at least 2")
     try:
-        grid = offset_grid(args.grid_limit, args.grid_step)
+        grid = offset_grid(args.grid_limit, args.grid_step, args.free)
     except ValueError as exc:
         ap.error(str(exc))
     from fairstream.taxonomy import Taxonomy
@@ -300,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         "dev": str(args.dev),
         "folds": args.folds,
         "seed": args.seed,
-        "grid": {"limit": args.grid_limit, "step": args.grid_step, "neutral": 0.0},
+        "grid": {"limit": args.grid_limit, "step": args.grid_step, "neutral": 0.0, "free": list(args.free)},
         "runs": results,
     }
     if len(results) > 1:

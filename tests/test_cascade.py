@@ -199,3 +199,50 @@ def test_torch_cascade_tokenizes_once_for_both_models(items, monkeypatch):
     assert shared.cascade.last_routed == separate.cascade.last_routed > 0
     np.testing.assert_allclose(w, w2, atol=1e-4)
     np.testing.assert_allclose(r, r2, atol=1e-4)
+
+
+def test_a_cascade_level_decision_rule_moves_only_decisions_and_only_routed_ones(tmp_path, logits, items):
+    shipped = json.loads((default_model_dir(CASCADE) / "config.json").read_text())
+    folder = tmp_path / "ruled"
+    folder.mkdir()
+    (folder / "config.json").write_text(
+        json.dumps({"name": "ruled", "cascade": shipped["cascade"], "regard_logit_offsets": [0.6, 0, 0]})
+    )
+    ruled = JointModel(folder)
+    assert ruled.regard_offsets == (0.6, 0.0, 0.0) and ruled.cascade is not None
+    _, regard = ruled.predict_logits(items)
+    np.testing.assert_array_equal(regard, logits["cascade"][1])  # the logits and the route are untouched
+    preds = ruled.predict(items)
+    probs = softmax(regard)
+    with np.errstate(divide="ignore"):
+        want = (np.log(probs.astype(np.float64)) + np.array([0.6, 0, 0])).argmax(axis=1)
+    person = np.array([p.person for p in preds])
+    assert [p.regard for p in preds] == [
+        ["negative", "neutral", "positive"][k] if is_person else None
+        for k, is_person in zip(want, person, strict=True)
+    ]
+    # a mention the fast model decides alone is sure it is not negative: +0.6 cannot turn it
+    fast_w, fast_r = logits["joint-v7-fast"]
+    routed = ruled.cascade.route.routed(fast_w, fast_r, ruled.wsd_threshold)
+    assert (want[~routed & person] == probs[~routed & person].argmax(axis=1)).all()
+    # the same rule on the torch backend
+    pytest.importorskip("torch")
+    from fairstream.models.loader import load_model
+
+    assert load_model(folder, device="cpu", backend="torch", threads=1).regard_offsets == (0.6, 0.0, 0.0)
+
+
+def test_a_bad_cascade_decision_rule_names_the_file(tmp_path):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "name": "bad",
+                "cascade": {"fast": "joint-v7-fast", "full": "joint-v6"},
+                "regard_logit_offsets": [1, 2],
+            }
+        )
+    )
+    with pytest.raises(ModelError, match=r"bad/config\.json.*regard_logit_offsets"):
+        JointModel(folder)

@@ -193,6 +193,17 @@ def test_grid_is_ordered_nearest_zero_and_fixes_neutral():
     assert (np.diff(l1) >= -1e-9).all()
 
 
+def test_grid_with_one_free_offset_keeps_the_other_at_zero():
+    neg_only = offset_grid(2.0, 0.1, free=["negative"])
+    assert neg_only.shape == (41, 3) and (neg_only[:, 1:] == 0).all() and tuple(neg_only[0]) == (0, 0, 0)
+    assert set(neg_only[:, 0].tolist()) == set(offset_grid(2.0, 0.1)[:, 0].tolist())
+    pos_only = offset_grid(1.0, 0.5, free=["positive"])
+    assert (pos_only[:, :2] == 0).all() and sorted(pos_only[:, 2].tolist()) == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    for bad in ([], ["neutral"]):
+        with pytest.raises(ValueError, match="negative, positive"):
+            offset_grid(free=bad)
+
+
 def test_vectorized_macro_f1_is_the_project_score():
     rng = np.random.default_rng(1)
     labels = [NEG, NEU, POS]
@@ -334,6 +345,15 @@ def test_cli_reports_with_and_without_the_rule(tmp_path: Path, capsys):
     # the CV decisions are reproduced by analyse_run (deterministic folds)
     again = analyse_run(np.load(run / "dev_wsd.npy"), probs, pairs, folds=5, seed=0, grid=offset_grid())
     assert again["fold_offsets"] == r["fold_offsets"]
+    # --free negative: only the negative offset moves, and it still learns to call more negatives
+    assert main(["--run", str(run), "--dev", str(dev), "--free", "negative", "--json", str(out)]) == 0
+    neg_only = json.loads(out.read_text())
+    assert neg_only["grid"]["free"] == ["negative"]
+    fitted = neg_only["runs"][0]
+    assert (
+        all(o[1] == 0 and o[2] == 0 for o in fitted["fold_offsets"])
+        and fitted["offsets_fitted_on_all"][0] > 0
+    )
 
 
 def test_cli_refuses_a_run_trained_on_dev_or_of_the_wrong_size(tmp_path: Path):

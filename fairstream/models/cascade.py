@@ -14,7 +14,10 @@ when the fast model
 * calls it a person and is unsure of the regard: ``max P(regard) < regard_confidence``, or
 * calls it a person and gives negative regard some weight: ``P(negative) >= negative_probability``.
 
-(probabilities before any ``regard_logit_offsets``, which both models must share). So the fast model
+(probabilities before any ``regard_logit_offsets``, which both models must share). The cascade's own
+``config.json`` may hold ``regard_logit_offsets``: a decision rule chosen for the cascade, used for
+its decisions in place of the members' shared one (the route still reads the fast model's
+probabilities). So the fast model
 alone decides only confident non-person mentions and confident non-negative person mentions; every
 negative decision (the ones that drop sentences) is the full model's. The route depends on each
 mention's own fast logits, so a cascade of batch-invariant models is batch-invariant. The numbers
@@ -35,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import ModelError
+from fairstream.models.decision import REGARD_OFFSETS_KEY, regard_offsets_of
 from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput
 
 logger = logging.getLogger(__name__)
@@ -133,7 +137,11 @@ class Cascade:
                     f"({getattr(self.fast, attr)} vs {getattr(self.full, attr)}); their decisions must mean the same"
                 )
         self.wsd_threshold: float = self.full.wsd_threshold
-        self.regard_offsets: tuple[float, float, float] = self.full.regard_offsets
+        self.regard_offsets: tuple[float, float, float] = (
+            regard_offsets_of(config, model_dir / "config.json")
+            if REGARD_OFFSETS_KEY in config
+            else self.full.regard_offsets
+        )
         self.batch_invariant = bool(
             getattr(self.fast, "batch_invariant", False) and getattr(self.full, "batch_invariant", False)
         )

@@ -518,6 +518,7 @@ class TorchJointModel:
                     tokenize_workers=tokenize_workers,
                 ),
             )
+            self.regard_offsets = self.cascade.regard_offsets  # its own rule, else its members' shared one
 
     def __getstate__(self) -> dict[str, Any]:
         return {

@@ -9,7 +9,8 @@ holds the hold-out's sentences), matched by the hash of the text the model reads
 (the MPNet teacher, fp32) is compared without exporting it. Scores all 1,383 hold-out items and the
 92 chosen at random (the others were chosen where earlier models disagreed, which favours models that
 agree with the teacher), as ``compare_students.py`` scores folds: B - A with a 95% interval over
-resampled items (2,000 draws).
+resampled items (2,000 draws). Each model decides by its own config (WSD threshold and
+``regard_logit_offsets``), as the product does; a ``soft:`` side by 0.5 and argmax.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ from fairstream.models.labels import load_labelled_pairs  # noqa: E402
 from fairstream.models.runtime import JointModel, softmax  # noqa: E402
 from scripts.gpu.compare_students import paired  # noqa: E402
 from scripts.gpu.heldout_pool import HELDOUT, load_with_reasons  # noqa: E402
+
+
+def side_rule(spec: str) -> tuple[float, tuple[float, float, float]]:
+    """The decision rule a side's model ships (WSD threshold, regard logit offsets); a teacher's: 0.5, argmax."""
+    if spec.startswith("soft:"):
+        return 0.5, (0.0, 0.0, 0.0)
+    model = JointModel(spec)
+    return model.wsd_threshold, model.regard_offsets
 
 
 def side_logits(spec: str, pairs: list) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +86,8 @@ def main() -> None:
         w, r = side_logits(getattr(args, side), pairs)
         probs[side] = (softmax(w), softmax(r))
         print(f"{side}: {getattr(args, side)}")
-    out = {"a": str(args.a), "b": str(args.b)}
+    rules = (side_rule(args.a), side_rule(args.b))  # each side decides as its config says
+    out: dict = {"a": str(args.a), "b": str(args.b), "rules": {"a": rules[0], "b": rules[1]}}
     for subset, items in (
         ("all", list(range(len(pairs)))),
         ("random", [i for i, s in enumerate(chosen) if s == "random"]),
@@ -87,7 +97,7 @@ def main() -> None:
         sub = [pairs[i] for i in items]
         a = (probs["a"][0][items], probs["a"][1][items])
         b = (probs["b"][0][items], probs["b"][1][items])
-        out[subset] = {"n": len(items), **paired(sub, a, b, args.bootstrap)}
+        out[subset] = {"n": len(items), **paired(sub, a, b, args.bootstrap, rules)}
         print(subset, json.dumps(out[subset]))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")

@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +34,14 @@ from scripts.gpu.heldout_pool import load_heldout  # noqa: E402
 METRICS = ("wsd_kappa", "regard_macro_f1", "negative_f1", "negative_precision", "negative_recall")
 
 
-def metrics(pairs: list[LabelledPair], wsd_p: np.ndarray, reg_p: np.ndarray) -> dict[str, float]:
-    m = evaluate(wsd_p, reg_p, pairs, 0.5)  # eval-models' rule: P(person) >= 0.5, regard argmax
+def metrics(
+    pairs: list[LabelledPair],
+    wsd_p: np.ndarray,
+    reg_p: np.ndarray,
+    rule: tuple[float, tuple[float, float, float]] = (0.5, (0.0, 0.0, 0.0)),
+) -> dict[str, float]:
+    """eval-models' metrics under a model's decision ``rule``: (WSD threshold, regard logit offsets)."""
+    m = evaluate(wsd_p, reg_p, pairs, *rule)  # default: P(person) >= 0.5, regard argmax
     return {
         "wsd_kappa": m["wsd_kappa"],
         "regard_macro_f1": m["regard_macro_f1"],
@@ -45,16 +52,24 @@ def metrics(pairs: list[LabelledPair], wsd_p: np.ndarray, reg_p: np.ndarray) -> 
 
 
 def paired(
-    pairs: list[LabelledPair], a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], n_boot: int
+    pairs: list[LabelledPair],
+    a: tuple[np.ndarray, np.ndarray],
+    b: tuple[np.ndarray, np.ndarray],
+    n_boot: int,
+    rules: tuple[Any, Any] = ((0.5, (0.0, 0.0, 0.0)),) * 2,
 ) -> dict[str, dict[str, float]]:
-    """A's and B's metrics, B - A, and its 95% bootstrap interval (the same resampled items for both)."""
-    ma, mb = metrics(pairs, *a), metrics(pairs, *b)
+    """A's and B's metrics, B - A, and its 95% bootstrap interval (the same resampled items for both).
+
+    ``rules``: each side's decision rule, (WSD threshold, regard logit offsets); default 0.5 and argmax.
+    """
+    rule_a, rule_b = rules
+    ma, mb = metrics(pairs, *a, rule_a), metrics(pairs, *b, rule_b)
     rng = np.random.default_rng(0)
     deltas: dict[str, list[float]] = {k: [] for k in METRICS}
     for _ in range(n_boot):
         idx = rng.integers(0, len(pairs), len(pairs))
         sub = [pairs[i] for i in idx]
-        xa, xb = metrics(sub, a[0][idx], a[1][idx]), metrics(sub, b[0][idx], b[1][idx])
+        xa, xb = metrics(sub, a[0][idx], a[1][idx], rule_a), metrics(sub, b[0][idx], b[1][idx], rule_b)
         for k in METRICS:
             deltas[k].append(xb[k] - xa[k])
     return {
