@@ -276,8 +276,10 @@ def regard_rule_line(cfg: dict) -> str:
     )
 
 
-def decision_rule_section(dr: dict) -> list[str]:
-    """Table of ``export.decision_rule --json``: regard scores with and without the rule, per run."""
+def decision_rule_section(dr: dict, note: str = "") -> list[str]:
+    """Table of ``export.decision_rule --json``: regard scores with and without the rule, per run; ``note`` under it."""
+    free = dr["grid"].get("free", ["negative", "positive"])
+    fixed = ", ".join(k for k in ("negative", "neutral", "positive") if k not in free)
     head = (
         "| run | rule | regard macro-F1 | F1 neg / neu / pos | negative precision | negative recall |\n"
         "|---|---|---|---|---|---|"
@@ -288,7 +290,7 @@ def decision_rule_section(dr: dict) -> list[str]:
         "",
         "Offsets added to the regard log-probabilities before the argmax, fitted by maximizing regard macro-F1 "
         f"on the other folds' person items (grid [-{dr['grid']['limit']}, {dr['grid']['limit']}] step "
-        f"{dr['grid']['step']}, neutral fixed at 0, seed {dr['seed']}) and applied to the held-out fold; the "
+        f"{dr['grid']['step']}, {fixed} fixed at 0, seed {dr['seed']}) and applied to the held-out fold; the "
         "pooled held-out decisions are scored. Predictions of runs that held the dev set out.",
         "",
         head,
@@ -310,7 +312,7 @@ def decision_rule_section(dr: dict) -> list[str]:
         "",
         f"Offsets fitted on all dev items: {[round(x, 3) for x in fitted]} (negative, neutral, positive).",
     ]
-    return lines
+    return lines + (["", note] if note else [])
 
 
 def main() -> None:
@@ -363,6 +365,7 @@ def main() -> None:
         default=None,
         help="python -m export.decision_rule --json output: the regard rule's cross-validated effect",
     )
+    ap.add_argument("--decision-rule-note", default="", help="a paragraph under the decision rule's table")
     args = ap.parse_args()
     cfg = json.loads((args.model / "config.json").read_text())
     if not (args.heldout or args.heldout_names or args.cv or args.cv_names or args.no_cv_reason):
@@ -450,7 +453,7 @@ def main() -> None:
     if args.unseen:
         lines += unseen_section(json.loads(args.unseen.read_text()), args.unseen_note)
     if args.decision_rule:
-        lines += decision_rule_section(json.loads(args.decision_rule.read_text()))
+        lines += decision_rule_section(json.loads(args.decision_rule.read_text()), args.decision_rule_note)
     if args.eval_json:
         ev = json.loads(args.eval_json.read_text())
         lines += [

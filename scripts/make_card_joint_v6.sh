@@ -57,6 +57,11 @@ PY
 else
   CV_ARGS=(--no-cv-reason "$NO_CV")
 fi
+# Session 26: the regard decision rule by CV over seed 0's out-of-fold predictions (negative offset only:
+# the positive one swung with the fold), and rule (h)'s verdict on the unseen sets
+RULE_JSON=export/sweeps/session26-decision-rule-joint-v6-cv-negative.json
+RULE_NOTE="Not shipped (export/EXPERIMENTS.md, session 26, rule (h)): with these offsets the default cascade finds more negatives on four of the five unseen sets (negative recall +0.025 to +0.040; judge 15 unchanged) but on forum text buys them with precision (negative precision, offsets minus argmax: round-7 hold-out $(diff_of session26-cmp-heldout-cascade-neg06.json | grep -o 'negative precision [^,]*,[^)]*)'), judge 14 $(diff_of session26-cmp-r14-cascade-neg06.json | grep -o 'negative precision [^,]*,[^)]*)')), and the filter's drops are the negative decisions. The full grid (negative and positive offsets): $(.venv/bin/python -c "import json; r = json.load(open('export/sweeps/session26-decision-rule-joint-v6-cv-full.json'))['runs'][0]; print('regard macro-F1 %.3f with the rule (CV), positive offsets %s across the folds' % (r['with_rule_cv']['regard_macro_f1'], [o[2] for o in r['fold_offsets']]))")."
 PYTHONPATH=$PWD .venv/bin/python -m export.model_card --model fairstream/data/models/joint-v6 \
   "${CV_ARGS[@]}" --unseen "$TMP/heldout-r7-card.json" --unseen-note "$NOTE_UNSEEN" \
+  --decision-rule "$RULE_JSON" --decision-rule-note "$RULE_NOTE" \
   --notes "$NOTE_SAMPLE" > /dev/null

@@ -95,7 +95,11 @@ def test_card_tables_carry_negative_precision_and_recall(tmp_path: Path):
     )
     assert "| a | argmax | 0.650 | 0.400 / 0.800 / 0.750 | n/a | 0.333 |" in section
     assert "| a | offsets (CV) | 0.650 | 0.400 / 0.800 / 0.750 | 0.500 | 0.333 |" in section
-    assert "[0.3, 0.0, -0.1]" in section
+    assert "[0.3, 0.0, -0.1]" in section and "neutral fixed at 0" in section
+    # a negative-only search (export.decision_rule --free negative) says what it held fixed, and the verdict follows
+    grid = {"limit": 2.0, "step": 0.1, "free": ["negative"]}
+    lines = decision_rule_section({"folds": 5, "seed": 0, "grid": grid, "runs": [run]}, "Not shipped: why.")
+    assert "neutral, positive fixed at 0" in "\n".join(lines) and lines[-1] == "Not shipped: why."
 
 
 def test_card_sections_for_cv_only_models_and_unseen_text(tmp_path: Path):
