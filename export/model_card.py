@@ -278,7 +278,9 @@ def regard_rule_line(cfg: dict) -> str:
 
 def decision_rule_section(dr: dict, note: str = "") -> list[str]:
     """Table of ``export.decision_rule --json``: regard scores with and without the rule, per run; ``note`` under it."""
-    free = dr["grid"].get("free", ["negative", "positive"])
+    from export.decision_rule import FREE_OFFSETS  # (numpy and fairstream only when a rule is carded)
+
+    free = dr["grid"].get("free", FREE_OFFSETS)
     fixed = ", ".join(k for k in ("negative", "neutral", "positive") if k not in free)
     head = (
         "| run | rule | regard macro-F1 | F1 neg / neu / pos | negative precision | negative recall |\n"

@@ -23,7 +23,7 @@ from fairstream.core.stats import StreamStats
 from fairstream.errors import InvalidDocumentError, option
 from fairstream.models.loader import load_model_for
 from fairstream.models.runtime import usable_cores
-from fairstream.stream.tagger import MentionModel, TaggedDocument, Tagger
+from fairstream.stream.tagger import MentionModel, TaggedDocument, Tagger, runs_on_gpu
 from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, coerce_text
 
@@ -103,8 +103,7 @@ def default_scan_workers(model: Any) -> int:
     gain was inside the run-to-run spread, for ~7 CPU seconds of pickling and forked processes: the
     CPU default stays 0.
     """
-    device = str(getattr(model, "device", "cpu"))
-    return max(1, usable_cores() - 1) if device.startswith("cuda") else 0
+    return max(1, usable_cores() - 1) if runs_on_gpu(model) else 0
 
 
 class FilterStep:

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from fairstream.candidates import CandidateExtractor, CandidateSentence, DocumentScan
 from fairstream.core.config import DEFAULT_CACHE_SIZE
@@ -36,6 +36,11 @@ logger = logging.getLogger(__name__)
 # Between model calls (no overlap) the workers pay off only on windows of hundreds of documents:
 # starting them (a fork of a process holding the model) and handing texts over cost ~0.3 s a pass
 SCAN_WORKERS_MIN_DOCS = 512
+
+
+def runs_on_gpu(model: Any) -> bool:
+    """Whether ``model`` (anything with an optional ``device``) runs on a CUDA device."""
+    return str(getattr(model, "device", "cpu")).startswith("cuda")
 
 
 class MentionModel(Protocol):
@@ -139,7 +144,7 @@ class Tagger:
         self.cache_size = cache_size
         self.scan_workers = scan_workers
         if scan_overlap is None:
-            scan_overlap = str(getattr(self.model, "device", "cpu")).startswith("cuda")
+            scan_overlap = runs_on_gpu(self.model)
         self.scan_overlap = scan_overlap
         self.scan_fallback_warns = scan_fallback_warns
         self.scan_min_docs = SCAN_WORKERS_MIN_DOCS  # without overlap, smaller calls scan in process

@@ -27,14 +27,14 @@ sys.path.insert(0, str(ROOT))
 
 from fairstream.models.labels import load_labelled_pairs  # noqa: E402
 from fairstream.models.runtime import JointModel, softmax  # noqa: E402
-from scripts.gpu.compare_students import paired  # noqa: E402
+from scripts.gpu.compare_students import ARGMAX_RULE, paired  # noqa: E402
 from scripts.gpu.heldout_pool import HELDOUT, load_with_reasons  # noqa: E402
 
 
 def side_rule(spec: str) -> tuple[float, tuple[float, float, float]]:
     """The decision rule a side's model ships (WSD threshold, regard logit offsets); a teacher's: 0.5, argmax."""
     if spec.startswith("soft:"):
-        return 0.5, (0.0, 0.0, 0.0)
+        return ARGMAX_RULE
     model = JointModel(spec)
     return model.wsd_threshold, model.regard_offsets
 

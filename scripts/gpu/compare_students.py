@@ -27,10 +27,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from export.train import evaluate  # noqa: E402
+from fairstream.models.decision import NO_OFFSETS  # noqa: E402
 from fairstream.models.labels import LabelledPair, load_labelled_pairs  # noqa: E402
 from fairstream.models.runtime import softmax  # noqa: E402
 from scripts.gpu.heldout_pool import load_heldout  # noqa: E402
 
+# eval-models' rule for a model without regard_logit_offsets: P(person) >= 0.5, regard argmax
+ARGMAX_RULE: tuple[float, tuple[float, float, float]] = (0.5, NO_OFFSETS)
 METRICS = ("wsd_kappa", "regard_macro_f1", "negative_f1", "negative_precision", "negative_recall")
 
 
@@ -38,10 +41,10 @@ def metrics(
     pairs: list[LabelledPair],
     wsd_p: np.ndarray,
     reg_p: np.ndarray,
-    rule: tuple[float, tuple[float, float, float]] = (0.5, (0.0, 0.0, 0.0)),
+    rule: tuple[float, tuple[float, float, float]] = ARGMAX_RULE,
 ) -> dict[str, float]:
     """eval-models' metrics under a model's decision ``rule``: (WSD threshold, regard logit offsets)."""
-    m = evaluate(wsd_p, reg_p, pairs, *rule)  # default: P(person) >= 0.5, regard argmax
+    m = evaluate(wsd_p, reg_p, pairs, *rule)
     return {
         "wsd_kappa": m["wsd_kappa"],
         "regard_macro_f1": m["regard_macro_f1"],
@@ -56,11 +59,11 @@ def paired(
     a: tuple[np.ndarray, np.ndarray],
     b: tuple[np.ndarray, np.ndarray],
     n_boot: int,
-    rules: tuple[Any, Any] = ((0.5, (0.0, 0.0, 0.0)),) * 2,
+    rules: tuple[Any, Any] = (ARGMAX_RULE, ARGMAX_RULE),
 ) -> dict[str, dict[str, float]]:
     """A's and B's metrics, B - A, and its 95% bootstrap interval (the same resampled items for both).
 
-    ``rules``: each side's decision rule, (WSD threshold, regard logit offsets); default 0.5 and argmax.
+    ``rules``: each side's decision rule, (WSD threshold, regard logit offsets); default ``ARGMAX_RULE``.
     """
     rule_a, rule_b = rules
     ma, mb = metrics(pairs, *a, rule_a), metrics(pairs, *b, rule_b)
