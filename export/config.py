@@ -41,7 +41,8 @@ class TrainConfig:
     precision: str = _opt(
         "fp32",
         "training arithmetic: fp32, or bf16 (autocast: matmuls in bfloat16, weights, optimizer and losses "
-        "in fp32; ~1.9x a step on a CPU with AVX-512 BF16, the usual choice on a GPU)",
+        "in fp32; ~1.9x a step on a CPU with AVX-512 BF16, the usual choice on a GPU; emulated and far "
+        "slower on an AVX2-only CPU, where training warns)",
     )
 
     def __post_init__(self) -> None:

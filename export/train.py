@@ -268,6 +268,31 @@ def tensors(tokenizer, items: list[LabelledPair], max_length: int) -> dict[str, 
     return {k: torch.from_numpy(v) for k, v in feeds.items()}
 
 
+def cpu_has_fast_bf16() -> bool:
+    """Whether oneDNN runs bfloat16 natively here (AVX-512 or AMX), as PyTorch itself decides it."""
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def warn_if_bf16_is_emulated(precision: str, device: torch.device | str) -> bool:
+    """Warn (and say so) when ``--precision bf16`` would run emulated on this CPU.
+
+    oneDNN has fast bf16 kernels only with AVX-512 or AMX; elsewhere (an AVX2-only CPU) PyTorch
+    emulates bfloat16 and an MPNet step took 133 s instead of fp32's 5 s (export/EXPERIMENTS.md,
+    session 27), which a user would otherwise find out only from the progress bar.
+    """
+    if precision != "bf16" or torch.device(device).type != "cpu":
+        return False
+    if cpu_has_fast_bf16():
+        return False
+    logger.warning(
+        "--precision bf16 on a CPU without fast bf16 kernels (oneDNN needs AVX-512 or AMX; this one "
+        "has %s): PyTorch emulates bfloat16 here and a step can take 20x or more the time of fp32; "
+        "use --precision fp32 on this machine",
+        torch.backends.cpu.get_cpu_capability(),
+    )
+    return True
+
+
 @torch.no_grad()
 def predict(
     model: JointCrossEncoder,
@@ -352,6 +377,7 @@ def fit(
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm))
     )
+    warn_if_bf16_is_emulated(hp.precision, device)
     # bf16 autocast keeps fp32 master weights, so the saved model and its export are as with fp32
     autocast = torch.autocast(
         device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=hp.precision == "bf16"
