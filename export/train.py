@@ -46,6 +46,7 @@ from fairstream.eval import score
 from fairstream.models.decision import NO_OFFSETS, regard_decisions
 from fairstream.models.encoding import MentionInput, encode_batch
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
+from fairstream.models.torch_backend import cpu_has_fast_bf16
 from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
@@ -266,11 +267,6 @@ def batches(pairs: list[LabelledPair], batch_size: int, rng: random.Random) -> l
 def tensors(tokenizer, items: list[LabelledPair], max_length: int) -> dict[str, torch.Tensor]:
     feeds = encode_batch(tokenizer, [p.mention for p in items], max_length)
     return {k: torch.from_numpy(v) for k, v in feeds.items()}
-
-
-def cpu_has_fast_bf16() -> bool:
-    """Whether oneDNN runs bfloat16 natively here (AVX-512 or AMX), as PyTorch itself decides it."""
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def warn_if_bf16_is_emulated(precision: str, device: torch.device | str) -> bool:

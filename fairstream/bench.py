@@ -423,9 +423,9 @@ def backends(
         )
         # AMX / AVX512-BF16 CPUs run bf16 GEMMs natively: a fast CPU baseline there, but not
         # batch-invariant (its max_dp_vs_first_batch column says by how much)
-        bf16_reason = (
-            None if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "oneDNN has no bf16 on this CPU"
-        )
+        from fairstream.models.torch_backend import cpu_has_fast_bf16
+
+        bf16_reason = None if cpu_has_fast_bf16() else "oneDNN has no bf16 on this CPU"
         make_bf16 = None if bf16_reason else _torch_maker("cpu", "bfloat16", threads, model)
         out.append(Backend(BACKENDS["torch-bf16"], "cpu", "bf16", make_bf16, cpu_sweep, bf16_reason))
     else:

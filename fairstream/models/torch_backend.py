@@ -71,6 +71,16 @@ def _require_torch() -> Any:
     return torch
 
 
+def cpu_has_fast_bf16() -> bool:
+    """Whether oneDNN runs bfloat16 natively on this CPU (AVX-512 or AMX), as PyTorch decides it.
+
+    Elsewhere (an AVX2-only CPU) PyTorch emulates bf16, many times slower than fp32.
+    """
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 # -- weights and architecture from the ONNX graph ----------------------------------------------------
 @dataclass
 class ExtractedWeights:

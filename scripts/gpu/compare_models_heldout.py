@@ -30,19 +30,16 @@ from fairstream.models.runtime import JointModel, softmax  # noqa: E402
 from scripts.gpu.compare_students import ARGMAX_RULE, paired  # noqa: E402
 from scripts.gpu.heldout_pool import HELDOUT, load_with_reasons  # noqa: E402
 
-
-def side_rule(spec: str) -> tuple[float, tuple[float, float, float]]:
-    """The decision rule a side's model ships (WSD threshold, regard logit offsets); a teacher's: 0.5, argmax."""
-    if spec.startswith("soft:"):
-        return ARGMAX_RULE
-    model = JointModel(spec)
-    return model.wsd_threshold, model.regard_offsets
+Rule = tuple[float, tuple[float, float, float]]
 
 
-def side_logits(spec: str, pairs: list) -> tuple[np.ndarray, np.ndarray]:
-    """WSD and regard logits of ``pairs`` from a model (folder or name) or ``soft:FILE``."""
+def side_logits(spec: str, pairs: list) -> tuple[np.ndarray, np.ndarray, Rule]:
+    """WSD and regard logits of ``pairs`` from a model (folder or name) or ``soft:FILE``, and the rule it
+    decides by: the model's shipped one (WSD threshold, regard logit offsets); a teacher's 0.5 and argmax."""
     if not spec.startswith("soft:"):
-        return JointModel(spec).predict_logits([p.mention for p in pairs])[:2]
+        model = JointModel(spec)
+        wsd, regard = model.predict_logits([p.mention for p in pairs])[:2]
+        return wsd, regard, (model.wsd_threshold, model.regard_offsets)
     from export.distill import load_soft_labels, pair_key
 
     by_text = {text_sha1: logits for (_, text_sha1), logits in load_soft_labels(spec[5:]).items()}
@@ -54,7 +51,7 @@ def side_logits(spec: str, pairs: list) -> tuple[np.ndarray, np.ndarray]:
             "run export.distill --no-training-set --pool on heldout_pool.py's file (or the --labels file)"
         )
     rows = [by_text[key] for key in keys]
-    return np.stack([w for w, _ in rows]), np.stack([r for _, r in rows])
+    return np.stack([w for w, _ in rows]), np.stack([r for _, r in rows]), ARGMAX_RULE
 
 
 def main() -> None:
@@ -81,12 +78,12 @@ def main() -> None:
         pairs, chosen = load_labelled_pairs(args.labels), []
     else:
         pairs, chosen = load_with_reasons(args.standoff)
-    probs = {}
+    probs, rule_of = {}, {}
     for side in ("a", "b"):
-        w, r = side_logits(getattr(args, side), pairs)
+        w, r, rule_of[side] = side_logits(getattr(args, side), pairs)  # each side decides as its config says
         probs[side] = (softmax(w), softmax(r))
         print(f"{side}: {getattr(args, side)}")
-    rules = (side_rule(args.a), side_rule(args.b))  # each side decides as its config says
+    rules = (rule_of["a"], rule_of["b"])
     out: dict = {"a": str(args.a), "b": str(args.b), "rules": {"a": rules[0], "b": rules[1]}}
     for subset, items in (
         ("all", list(range(len(pairs)))),

@@ -74,7 +74,7 @@ def main() -> None:
     sets = {**per_file, "pooled": [p for items in per_file.values() for p in items]}
     out: dict = {"n": {name: len(items) for name, items in sets.items()}, "models": {}}
     for spec in args.model:
-        w, r = side_logits(spec, sets["pooled"])
+        w, r, _ = side_logits(spec, sets["pooled"])  # scored by argmax, as its metrics always were
         wsd, reg = softmax(w), softmax(r)
         res, lo = {}, 0
         for name, items in per_file.items():
