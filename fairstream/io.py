@@ -1,9 +1,13 @@
-"""Reading document shards and writing outputs atomically.
+"""Finding and reading document shards, and writing outputs atomically.
 
-``iter_records`` yields ``(line, record)`` pairs (the 1-based line of a JSON-lines file, the 1-based
-row of a Parquet file) and raises ``ShardError`` naming the file and the line for corrupt or
-truncated input; with ``on_error="skip"`` bad lines are counted instead, and a shard that cannot be
-read to its end is one error that says how many documents were read before it.
+``find_shards`` expands input files and folders into the shards to read, following symlinked
+folders and files, and lists every thing under an input folder it does not read with the reason.
+Shards are JSON lines (plain, gzip or zstd, chosen by the name's suffix, matched
+case-insensitively) or Parquet. ``iter_records`` yields ``(line, record)`` pairs (the 1-based line
+of a JSON-lines file, the 1-based row of a Parquet file) and raises ``ShardError`` naming the file
+and the line for corrupt or truncated input; with ``on_error="skip"`` bad lines are counted
+instead, and a shard that cannot be read to its end is one error that says how many documents
+were read before it (``jsonl_rows`` and ``parquet_rows`` hold these messages for every reader).
 Writers write to a temporary file in the target folder and ``os.replace`` it, so an interrupted
 run never leaves a half-written output behind; a write that fails (no permission, disk full)
 raises ``OutputError`` naming the path.
@@ -11,14 +15,18 @@ raises ``OutputError`` naming the path.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
+import io
 import json
 import logging
 import os
+import sys
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -36,7 +44,25 @@ def check_on_error(on_error: str) -> None:
         raise ValueError(f"on_error={on_error!r} is not one of {ON_ERROR_VALUES}")
 
 
-SHARD_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".parquet")
+SHARD_SUFFIXES = (
+    ".jsonl",
+    ".jsonl.gz",
+    ".json.gz",
+    ".jsonl.gzip",
+    ".json.gzip",
+    ".jsonl.zst",
+    ".json.zst",
+    ".jsonl.zstd",
+    ".json.zstd",
+    ".parquet",
+)
+"""Names read as shards in a folder, matched case-insensitively (``.gzip`` is gzip like ``.gz``,
+``.zstd`` zstd like ``.zst``)."""
+RUN_MARKER_FILES = ("_manifest.json", "_state.json", "_annotate.json")
+"""A folder holding one of these is a fairstream output folder: never searched for input shards."""
+PARQUET_BATCH_ROWS = 256
+_SHORT_SUFFIXES = ".jsonl, .jsonl.gz, .jsonl.zst, .json.gz, .parquet, ..."
+_ZSTD_FIX = "pip install zstandard (or 'fairstream[zstd]')"
 
 
 class Skipped(str):
@@ -54,51 +80,397 @@ class Skipped(str):
         return obj
 
 
-def list_shards(inputs: Iterable[str | Path]) -> list[Path]:
-    """Expand files and folders into a list of shard files (each folder's sorted; each file once)."""
-    shards: list[Path] = []
-    seen: set[Path] = set()
+# -- finding shards --------------------------------------------------------------------------------
+def is_shard_name(name: str) -> bool:
+    """Whether a file of this name is read when found in an input folder (``SHARD_SUFFIXES``)."""
+    return name.lower().endswith(SHARD_SUFFIXES)
+
+
+def is_parquet_name(path: str | Path) -> bool:
+    """Whether ``path`` names a Parquet file (``.parquet``, any case); everything else is JSON lines."""
+    return Path(path).name.lower().endswith(".parquet")
+
+
+def compression_of(path: str | Path) -> Literal["gzip", "zstd"] | None:
+    """The compression a JSON-lines file's name says: ``.gz``/``.gzip`` gzip, ``.zst``/``.zstd`` zstd.
+
+    Matched case-insensitively; any other name is plain text.
+    """
+    name = Path(path).name.lower()
+    if name.endswith((".gz", ".gzip")):
+        return "gzip"
+    if name.endswith((".zst", ".zstd")):
+        return "zstd"
+    return None
+
+
+@dataclass(frozen=True)
+class ShardListing:
+    """What ``find_shards`` found.
+
+    Attributes:
+        shards: each input file once, in order, as an absolute path the way the user reaches it
+            (``os.path.abspath``: symlinks are not resolved).
+        names: each shard's path relative to the shards' common folder, computed on those
+            unresolved paths, so a symlink keeps its own name; distinct shards get distinct names.
+        skipped: one line ``"PATH: why"`` per thing under an input folder that is not read (not a
+            shard, a fairstream output folder, a symlink loop, a file already read, ...).
+    """
+
+    shards: list[Path]
+    names: list[Path]
+    skipped: list[str]
+
+
+def find_shards(inputs: Iterable[str | Path], *, exclude: Sequence[str | Path] = ()) -> ShardListing:
+    """Expand files and folders into the shards to read, and say what is not read and why.
+
+    Folders are searched recursively in sorted order, following symlinked folders and files (a
+    folder reached again, through a loop or another link, is read once). Files named with one of
+    ``SHARD_SUFFIXES`` (any case) are read; hidden files and folders (names starting with ``.``,
+    such as writers' temporary files) are passed over, the folders with a line in ``skipped``;
+    plain ``.json`` files are not read (datasets keep metadata in them) and, like every other file
+    not read, get a line in ``skipped``. So does a folder holding one of ``RUN_MARKER_FILES`` (an
+    earlier run's output, not searched) and a file reached again (through a link, or a hard link).
+
+    A file given directly is read whatever its name: as Parquet if it ends in ``.parquet``, else as
+    JSON lines (gzip or zstd by its suffix, see ``compression_of``).
+
+    ``exclude``: folders never read, compared on resolved paths (a run's own output folder): they
+    are passed over inside input folders, and an input file or folder inside one is refused.
+
+    Raises ``ShardError`` for an input that does not exist, an input inside ``exclude``, and when
+    no shard is found (the message says what was skipped).
+    """
     inputs = list(inputs)
+    walk = _ShardWalk([Path(os.path.realpath(e)) for e in exclude])
     for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(SHARD_SUFFIXES))
-        elif path.is_file():
-            found = [path]
+        walk.add_input(item)
+    if not walk.shards:
+        message = f"no shards ({_SHORT_SUFFIXES}) found in {[str(i) for i in inputs]}"
+        if walk.skipped:
+            shown = "; ".join(walk.skipped[:3]) + ("; ..." if len(walk.skipped) > 3 else "")
+            message += f"; {len(walk.skipped)} skipped: {shown}"
+        raise ShardError(message)
+    return ShardListing(walk.shards, relative_names(walk.shards), walk.skipped)
+
+
+class _ShardWalk:
+    """The state of one ``find_shards`` call: shards and skip lines so far, files and folders seen."""
+
+    def __init__(self, excluded: list[Path]) -> None:
+        self.excluded = excluded
+        self.shards: list[Path] = []
+        self.skipped: list[str] = []
+        self.files: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> the path it was read as
+        self.folders: dict[tuple[int, int], str] = {}
+
+    def add_input(self, item: str | Path) -> None:
+        shown = str(item)
+        path = os.path.abspath(item)
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise ShardError(f"{shown}: no such file or folder") from None
+        inside = self._excluded(os.path.realpath(path))
+        if inside is not None:
+            where = "is" if Path(os.path.realpath(path)) == inside else "is inside"
+            raise ShardError(
+                f"{shown}: {where} the output folder {inside}, which is never read as input; name "
+                f"another input or another output folder ({option('output_dir')})"
+            )
+        if os.path.isdir(path):
+            self._walk(path, shown, st, ())
+        elif os.path.isfile(path):
+            self._add_file(path, shown, st)
         else:
-            raise ShardError(f"{path}: no such file or folder")
-        for p in found:
-            if p.resolve() not in seen:
-                seen.add(p.resolve())
-                shards.append(p)
-    if not shards:
-        raise ShardError(f"no shards ({', '.join(SHARD_SUFFIXES)}) found in {[str(i) for i in inputs]}")
-    return shards
+            raise ShardError(f"{shown}: not a file or folder")
+
+    def _excluded(self, real: str) -> Path | None:
+        """The excluded folder that ``real`` (a resolved path) is or lies in, if any."""
+        p = Path(real)
+        return next((e for e in self.excluded if p == e or e in p.parents), None)
+
+    def _add_file(self, path: str, shown: str, st: os.stat_result) -> None:
+        key = (st.st_dev, st.st_ino)
+        if key in self.files:
+            self.skipped.append(f"{shown}: the same file as {self.files[key]}, read once")
+            return
+        self.files[key] = shown
+        self.shards.append(Path(path))
+
+    def _walk(
+        self, folder: str, shown: str, st: os.stat_result, ancestors: tuple[tuple[int, int], ...]
+    ) -> None:
+        key = (st.st_dev, st.st_ino)
+        if key in ancestors:
+            self.skipped.append(f"{shown}: symlink loop (back to {self.folders[key]}), not read again")
+            return
+        if key in self.folders:
+            self.skipped.append(f"{shown}: the same folder as {self.folders[key]}, read once")
+            return
+        self.folders[key] = shown
+        inside = self._excluded(os.path.realpath(folder))
+        if inside is not None:
+            self.skipped.append(f"{shown}: the output folder, not read as input")
+            return
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            self.skipped.append(f"{shown}: cannot be listed ({exc.strerror or exc})")
+            return
+        marker = next((e.name for e in entries if e.name in RUN_MARKER_FILES), None)
+        if marker is not None:
+            self.skipped.append(
+                f"{shown}: a fairstream output folder (holds {marker}), not searched; name its data "
+                "folder to read its outputs"
+            )
+            return
+        for entry in entries:
+            self._entry(entry, os.path.join(shown, entry.name), (*ancestors, key))
+
+    def _entry(self, entry: os.DirEntry[str], shown: str, ancestors: tuple[tuple[int, int], ...]) -> None:
+        try:
+            is_dir = entry.is_dir()  # follows symlinks
+            is_file = not is_dir and entry.is_file()
+            st = entry.stat() if is_dir or is_file else None
+        except OSError as exc:
+            self.skipped.append(f"{shown}: cannot be read ({exc.strerror or exc})")
+            return
+        if entry.name.startswith("."):
+            if is_dir:
+                self.skipped.append(f"{shown}: a hidden folder, not searched")
+            return  # hidden files: writers' temporary files and the like
+        if st is None:
+            why = "a symlink to nothing (missing target or a loop)" if entry.is_symlink() else "not a file"
+            self.skipped.append(f"{shown}: {why}")
+            return
+        if is_dir:
+            self._walk(entry.path, shown, st, ancestors)
+            return
+        if not is_shard_name(entry.name):
+            if entry.name.lower().endswith(".json"):
+                why = "plain .json is not read (datasets keep metadata in it); name it .jsonl if it holds JSON lines"
+            else:
+                why = f"not a shard ({_SHORT_SUFFIXES})"
+            self.skipped.append(f"{shown}: {why}")
+            return
+        if entry.is_symlink():
+            inside = self._excluded(os.path.realpath(entry.path))
+            if inside is not None:
+                self.skipped.append(f"{shown}: links into the output folder {inside}, not read as input")
+                return
+        self._add_file(entry.path, shown, st)
+
+
+def list_shards(inputs: Iterable[str | Path]) -> list[Path]:
+    """The shards of ``find_shards(inputs)``: absolute paths, each file once, folders' sorted."""
+    return find_shards(inputs).shards
 
 
 def relative_names(shards: Iterable[str | Path]) -> list[Path]:
     """Each shard's path relative to the shards' common folder: distinct files get distinct names.
 
     ``a/000.jsonl.gz`` and ``b/000.jsonl.gz`` keep their folders; a single shard is its file name.
+    Paths are made absolute without resolving symlinks, so a link is named by its own path.
     """
-    resolved = [Path(s).resolve() for s in shards]
-    if not resolved:
+    paths = [Path(os.path.abspath(s)) for s in shards]
+    if not paths:
         return []
-    root = Path(os.path.commonpath([p.parent for p in resolved]))
-    return [p.relative_to(root) for p in resolved]
+    root = Path(os.path.commonpath([p.parent for p in paths]))
+    return [p.relative_to(root) for p in paths]
+
+
+# -- reading ---------------------------------------------------------------------------------------
+BadRecord = Callable[[str, str, bool], None]
+"""``bad(message, reason, quiet)``: raise for a bad record, or count it (``quiet``: already counted)."""
+
+
+def _zstandard(path: Path) -> Any:
+    try:
+        import zstandard
+    except ImportError:
+        raise ShardError(f"{path}: zstd-compressed; {_ZSTD_FIX} to read it") from None
+    return zstandard
+
+
+class _ZstdReader(io.RawIOBase):
+    """Decompressed bytes of a zstd file (any number of frames), for ``io.BufferedReader``.
+
+    A stream that ends inside a frame raises ``EOFError`` (zstandard's own readers return the
+    bytes so far silently), so a truncated file is reported like a truncated gzip file.
+    """
+
+    CHUNK = 1 << 16
+
+    def __init__(self, raw: IO[bytes], zstandard: Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._dctx = zstandard.ZstdDecompressor()
+        self._frame: Any = None  # the decompressor of the frame being read, None between frames
+        self._buf = b""  # decompressed bytes not handed out yet: self._buf[self._pos:]
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while self._pos >= len(self._buf):
+            chunk = self._raw.read(self.CHUNK)
+            if not chunk:
+                if self._frame is not None:
+                    raise EOFError("zstd stream ended inside a frame")
+                return 0
+            self._buf, self._pos = self._decompress(chunk), 0
+        n = min(len(b), len(self._buf) - self._pos)
+        b[:n] = self._buf[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def _decompress(self, data: bytes) -> bytes:
+        out = []
+        while data:
+            if self._frame is None:
+                self._frame = self._dctx.decompressobj()
+            out.append(self._frame.decompress(data))
+            if not self._frame.eof:
+                break
+            data, self._frame = self._frame.unused_data, None
+        return b"".join(out)
+
+
+@contextlib.contextmanager
+def open_shard(path: str | Path) -> Iterator[tuple[Any, IO[bytes]]]:
+    """Open a JSON-lines shard: ``(lines, raw)``, the decompressed bytes and the file itself.
+
+    gzip for ``.gz``/``.gzip``, zstd for ``.zst``/``.zstd`` (needs ``zstandard``), plain otherwise
+    (see ``compression_of``); ``raw.tell()`` is the position in the file. A missing or unreadable
+    file raises ``ShardError``.
+    """
+    path = Path(path)
+    kind = compression_of(path)
+    zstandard = _zstandard(path) if kind == "zstd" else None
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        raise ShardError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ShardError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with raw:
+        if kind == "gzip":
+            with gzip.GzipFile(fileobj=raw) as lines:
+                yield lines, raw
+        elif kind == "zstd":
+            with io.BufferedReader(_ZstdReader(raw, zstandard), buffer_size=_ZstdReader.CHUNK) as zlines:
+                yield zlines, raw
+        else:
+            yield raw, raw
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What a corrupt or truncated compressed file raises while it is read."""
+    errors: tuple[type[BaseException], ...] = (EOFError, gzip.BadGzipFile, zlib.error, OSError)
+    zstandard = sys.modules.get("zstandard")
+    return (*errors, zstandard.ZstdError) if zstandard is not None else errors
+
+
+def jsonl_rows(path: Path, bad: BadRecord, start: int = 0) -> Iterator[tuple[int, int, dict[str, Any], int]]:
+    """``(index, line, record, position)`` of a JSON-lines shard from its ``start``-th good record on.
+
+    ``index`` counts good records from 0, ``line`` is 1-based, ``position`` the bytes of the file
+    read so far. Blank lines are passed over and a UTF-8 byte order mark before line 1 is dropped.
+    A bad line (invalid UTF-8 or JSON, not an object) is handed to ``bad`` (quietly before
+    ``start``); so is a file that ends early or is corrupt (reason ``"unreadable-shard"``), with
+    how many records were read before it.
+    """
+    lineno = index = 0
+    with open_shard(path) as (lines, raw):
+        try:
+            for raw_line in lines:
+                lineno += 1
+                if lineno == 1 and raw_line.startswith(codecs.BOM_UTF8):
+                    raw_line = raw_line[len(codecs.BOM_UTF8) :]
+                if not raw_line.strip():
+                    continue
+                obj = _parse_line(raw_line, f"{path}:{lineno}", bad, quiet=index < start)
+                if obj is None:
+                    continue
+                if index >= start:
+                    yield index, lineno, obj, raw.tell()
+                index += 1
+        except _read_errors() as exc:
+            bad(
+                f"{path}: corrupt or truncated after line {lineno} ({type(exc).__name__}: {exc}); "
+                f"{index} documents were read, the rest of the file is lost: re-download or regenerate it",
+                "unreadable-shard",
+                False,
+            )
+
+
+def _parse_line(raw_line: bytes, where: str, bad: BadRecord, *, quiet: bool) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(raw_line.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        problem = f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        problem = f"invalid JSON ({exc.msg} at column {exc.colno})"
+    else:
+        if isinstance(obj, dict):
+            return obj
+        problem = f"expected a JSON object, got {type(obj).__name__}"
+    bad(f"{where}: {problem}", "bad-record", quiet)
+    return None
+
+
+def parquet_rows(
+    path: Path, bad: BadRecord, start: int = 0, batch_rows: int = PARQUET_BATCH_ROWS
+) -> Iterator[tuple[int, int, dict[str, Any], int]]:
+    """``(index, row, record, position)`` of a Parquet shard from row ``start`` (0-based) on.
+
+    ``row`` is 1-based; ``position`` is the file's size times the share of rows read. Batches of
+    ``batch_rows`` rows are converted to Python, those before ``start`` not at all. A file that
+    cannot be read to its end is handed to ``bad`` (reason ``"unreadable-shard"``).
+    """
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise ShardError(f"{path}: file not found")
+    size = path.stat().st_size
+    row = 0
+    try:
+        pf = pq.ParquetFile(path)
+        total = max(1, pf.metadata.num_rows)
+        for batch in pf.iter_batches(batch_size=batch_rows):
+            if row + batch.num_rows <= start:
+                row += batch.num_rows
+                continue
+            for record in batch.to_pylist():
+                if row >= start:
+                    yield row, row + 1, record, (row + 1) * size // total
+                row += 1
+    except ShardError:
+        raise
+    except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
+        bad(
+            f"{path}: unreadable Parquet after row {row} ({type(exc).__name__}: {exc}); "
+            f"{row} documents were read, the rest of the file is lost: re-download or regenerate it",
+            "unreadable-shard",
+            False,
+        )
 
 
 def iter_records(
     path: str | Path, *, on_error: OnError = "raise", skipped: list[str] | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line, record)`` of a ``.jsonl``, ``.jsonl.gz``/``.json.gz`` or ``.parquet`` shard.
+    """Yield ``(line, record)`` of a JSON-lines (plain, gzip or zstd) or ``.parquet`` shard.
 
     ``line`` is 1-based (the row for Parquet). Corrupt lines, non-object lines and shards that end
     early raise ``ShardError`` with the file and line, or, with ``on_error="skip"``, are logged and
     appended to ``skipped`` (as ``Skipped`` messages).
     """
     check_on_error(on_error)
-    if str(path).endswith(".parquet"):
+    if is_parquet_name(path):
         yield from _parquet_records(Path(path), on_error, skipped)
     else:
         yield from _jsonl_records(Path(path), on_error, skipped)
@@ -107,85 +479,35 @@ def iter_records(
 def read_jsonl(
     path: str | Path, *, on_error: OnError = "raise", skipped: list[str] | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Yield the JSON objects of a ``.jsonl`` or gzip-compressed ``.jsonl.gz`` file.
+    """Yield the JSON objects of a JSON-lines file (gzip or zstd by its name, see ``compression_of``).
 
-    Corrupt lines, non-object lines and truncated gzip streams raise ``ShardError`` with the file
-    and line number, or, with ``on_error="skip"``, are logged and appended to ``skipped``.
+    Corrupt lines, non-object lines and truncated compressed streams raise ``ShardError`` with the
+    file and line number, or, with ``on_error="skip"``, are logged and appended to ``skipped``.
     """
     check_on_error(on_error)
     for _, record in _jsonl_records(Path(path), on_error, skipped):
         yield record
 
 
+def _handler(on_error: OnError, skipped: list[str] | None) -> BadRecord:
+    def bad(message: str, reason: str, quiet: bool) -> None:
+        _bad(message, on_error, skipped, reason)
+
+    return bad
+
+
 def _jsonl_records(
     path: Path, on_error: OnError, skipped: list[str] | None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    lineno = n_read = 0
-    try:
-        with opener(path, "rb") as raw:
-            for raw_line in raw:
-                lineno += 1
-                try:
-                    line = raw_line.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    _bad(
-                        f"{path}:{lineno}: invalid UTF-8 ({exc.reason} at byte {exc.start})",
-                        on_error,
-                        skipped,
-                    )
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    _bad(
-                        f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})", on_error, skipped
-                    )
-                    continue
-                if not isinstance(obj, dict):
-                    _bad(
-                        f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}",
-                        on_error,
-                        skipped,
-                    )
-                    continue
-                n_read += 1
-                yield lineno, obj
-    except FileNotFoundError:
-        raise ShardError(f"{path}: file not found") from None
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-        _bad(
-            f"{path}: corrupt or truncated after line {lineno} ({type(exc).__name__}: {exc}); "
-            f"{n_read} documents were read, the rest of the file is lost: re-download or regenerate it",
-            on_error,
-            skipped,
-            reason="unreadable-shard",
-        )
+    for _, line, record, _ in jsonl_rows(path, _handler(on_error, skipped)):
+        yield line, record
 
 
 def _parquet_records(
     path: Path, on_error: OnError, skipped: list[str] | None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    import pyarrow.parquet as pq
-
-    if not path.is_file():
-        raise ShardError(f"{path}: file not found")
-    row = 0
-    try:
-        for batch in pq.ParquetFile(path).iter_batches():
-            for record in batch.to_pylist():
-                row += 1
-                yield row, record
-    except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
-        _bad(
-            f"{path}: unreadable Parquet after row {row} ({type(exc).__name__}: {exc}); "
-            f"{row} documents were read, the rest of the file is lost: re-download or regenerate it",
-            on_error,
-            skipped,
-            reason="unreadable-shard",
-        )
+    for _, row, record, _ in parquet_rows(path, _handler(on_error, skipped), batch_rows=65_536):
+        yield row, record
 
 
 def _bad(message: str, on_error: OnError, skipped: list[str] | None, reason: str = "bad-record") -> None:
@@ -276,27 +598,62 @@ def write_json(path: str | Path, obj: Any) -> None:
         f.write("\n")
 
 
-def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
-    """Write records as JSON lines (gzip if the name ends in ``.gz``), atomically; returns the count.
+def json_line(record: dict[str, Any]) -> bytes:
+    r"""``record`` as one UTF-8 JSON line; a record with lone surrogates is written ``\u``-escaped.
 
-    Only write failures become ``OutputError``: an error raised by ``records`` passes unchanged.
+    Non-ASCII text is written as is, except in a record whose strings hold lone surrogates (which
+    UTF-8 cannot encode): that one is written with ASCII escapes, which read back as the same value.
+    """
+    try:
+        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record, ensure_ascii=True) + "\n").encode("ascii")
+
+
+@contextlib.contextmanager
+def compressed_output(path: str | Path, raw: IO[bytes]) -> Iterator[IO[bytes]]:
+    """Write into ``raw`` compressed as ``path``'s name says (see ``compression_of``).
+
+    Yields ``raw`` itself for a plain name; a gzip (``mtime=0``) or zstd stream otherwise, which is
+    finished (not ``raw``) on leaving the block, so the same records give the same bytes.
+    """
+    kind = compression_of(path)
+    if kind is None:
+        yield raw
+        return
+    out: Any
+    if kind == "gzip":
+        out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
+    else:
+        try:
+            import zstandard
+        except ImportError:
+            raise OutputError(f"{path}: zstd output; {_ZSTD_FIX} to write it") from None
+        out = zstandard.ZstdCompressor().stream_writer(raw, closefd=False)
+    try:
+        yield out
+    finally:
+        with _writing(Path(path)):
+            out.close()
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Write records as JSON lines, atomically; returns the count.
+
+    Compressed as the name says (gzip for ``.gz``/``.gzip``, zstd for ``.zst``/``.zstd``, any
+    case); each record is a ``json_line``. Only write failures become ``OutputError``: an error
+    raised by ``records`` passes unchanged.
     """
     path = Path(path)
     n = 0
-    with atomic_write(path, "wb") as raw:
-        out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.name.endswith(".gz") else raw
-        try:
-            for rec in records:
-                line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
-                try:
-                    out.write(line)
-                except OSError as exc:
-                    raise _output_error(path, exc) from exc
-                n += 1
-        finally:
-            if out is not raw:
-                with _writing(path):
-                    out.close()
+    with atomic_write(path, "wb") as raw, compressed_output(path, raw) as out:
+        for rec in records:
+            line = json_line(rec)
+            try:
+                out.write(line)
+            except OSError as exc:
+                raise _output_error(path, exc) from exc
+            n += 1
     return n
 
 
@@ -386,6 +743,6 @@ def write_documents(
     JSON lines are always written one record at a time; ``schema`` and ``batch_rows`` are
     ``write_parquet``'s (``batch_rows`` streams Parquet too).
     """
-    if str(path).endswith(".parquet"):
+    if is_parquet_name(path):
         return write_parquet(path, records, schema=schema, batch_rows=batch_rows)
     return write_jsonl(path, records)

@@ -34,11 +34,12 @@ NLTK_FIX = (
 
 
 def coerce_text(value: Any, *, where: str, max_chars: int | None = DEFAULT_MAX_DOC_CHARS) -> str:
-    """Return ``value`` as ``str`` or raise ``InvalidDocumentError`` naming ``where``.
+    r"""Return ``value`` as ``str`` or raise ``InvalidDocumentError`` naming ``where``.
 
     ``bytes`` are decoded as strict UTF-8; ``None`` and other types are rejected; documents longer
     than ``max_chars`` (``None``: no limit) are rejected because one giant record usually means a
-    broken extraction and would stall the stream.
+    broken extraction and would stall the stream; a ``str`` with a lone surrogate (reason
+    ``"lone-surrogate"``, e.g. JSON's ``"\ud800"`` without its pair) is rejected with its offset.
     """
     if isinstance(value, str):
         text = value
@@ -70,7 +71,28 @@ def coerce_text(value: Any, *, where: str, max_chars: int | None = DEFAULT_MAX_D
             reason="too-large",
             fix=f"raise the limit if such documents are real, or pass {option('on_error', 'skip')}",
         )
+    if text is value and not text.isascii():  # decoded bytes are valid UTF-8 already
+        _check_encodable(text, where)
     return text
+
+
+def _check_encodable(text: str, where: str) -> None:
+    r"""Raise ``InvalidDocumentError`` (``"lone-surrogate"``) if ``text`` is not valid Unicode.
+
+    A ``str`` can hold lone surrogates (U+D800..U+DFFF), e.g. from a JSON escape ``"\ud800"`` that
+    lost the other half of its UTF-16 pair; they are no characters, cannot be encoded as UTF-8, and
+    the keyword matcher refuses them.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidDocumentError(
+            f"{where}: lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start} (half of a "
+            "UTF-16 pair, not text)",
+            reason="lone-surrogate",
+            fix=f"repair the record (drop or replace the escape) or pass {option('on_error', 'skip')} to "
+            "count and skip such records",
+        ) from None
 
 
 SplitterName = Literal["auto", "punkt", "fallback"]

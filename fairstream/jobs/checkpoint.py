@@ -13,7 +13,6 @@ is refused with a message naming it.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import shutil
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.errors import FairStreamError, option
-from fairstream.io import atomic_write, write_json
+from fairstream.io import atomic_write, compressed_output, is_parquet_name, json_line, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class ShardParts:
         write_json(self.folder / CHECKPOINT, {"parts": n_parts, **state})
 
     def write_part(self, n: int, rows: list[dict[str, Any]], schema: Any = None) -> None:
-        """Write part ``n`` atomically (JSON lines, or Parquet with ``schema``)."""
+        """Write part ``n`` atomically (JSON lines, each a ``json_line``, or Parquet with ``schema``)."""
         path = self.part_path(n)
         if self.suffix == ".parquet":
             import pyarrow as pa
@@ -89,21 +88,22 @@ class ShardParts:
         else:
             with atomic_write(path, "wb") as f:
                 for row in rows:
-                    f.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+                    f.write(json_line(row))
 
     def join(self, target: Path, n_parts: int, schema: Any = None) -> None:
-        """Join parts ``0..n_parts-1`` into ``target`` (gzip when it ends in ``.gz``), atomically."""
+        """Join parts ``0..n_parts-1`` into ``target``, atomically.
+
+        Parquet for a ``.parquet`` name, else JSON lines compressed as the name says (gzip for
+        ``.gz``/``.gzip``, zstd for ``.zst``/``.zstd``, any case: ``fairstream.io.compression_of``).
+        """
         parts = [self.part_path(i) for i in range(n_parts)]
-        if target.name.endswith(".parquet"):
+        if is_parquet_name(target):
             _join_parquet(target, parts, schema)
         else:
-            with atomic_write(target, "wb") as raw:
-                out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if target.name.endswith(".gz") else raw
+            with atomic_write(target, "wb") as raw, compressed_output(target, raw) as out:
                 for p in parts:
                     with open(p, "rb") as f:
                         shutil.copyfileobj(f, out)
-                if out is not raw:
-                    out.close()
 
     def remove(self) -> None:
         """Delete the parts and the checkpoint (the shard is done)."""

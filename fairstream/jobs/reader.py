@@ -1,29 +1,27 @@
 """Stream a shard's records with bounded memory, from any record on, with the bytes read so far.
 
-``fairstream.io.iter_records`` reads the same formats with the same error messages; this reader
-adds what the offline job needs on top: the position in the file (for progress in MB), skipping
-the first ``start`` records cheaply (resume inside a shard: JSON lines are counted, not parsed;
-Parquet batches before the start are not converted) and small Parquet batches, so a shard of
-long documents never sits in memory whole.
+The formats and the error messages are ``fairstream.io``'s (``jsonl_rows``, ``parquet_rows``,
+which ``iter_records`` reads through too); this reader adds what the offline job needs on top:
+the position in the file (for progress in MB), skipping the first ``start`` records cheaply
+(resume inside a shard: JSON lines before it are not yielded and their bad lines not counted
+again; Parquet batches before the start are not converted) and small Parquet batches, so a shard
+of long documents never sits in memory whole.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import logging
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fairstream.errors import ShardError, option
-from fairstream.io import Skipped
+from fairstream.io import PARQUET_BATCH_ROWS, Skipped, is_parquet_name, jsonl_rows, parquet_rows
 
 logger = logging.getLogger(__name__)
 
-PARQUET_BATCH_ROWS = 256
+__all__ = ["PARQUET_BATCH_ROWS", "Record", "ShardReader"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,7 @@ class Record:
 
 
 class ShardReader:
-    """Records of a ``.jsonl``, ``.jsonl.gz``/``.json.gz`` or ``.parquet`` shard, streamed.
+    """Records of a JSON-lines (plain, gzip or zstd) or Parquet shard, streamed.
 
     Args:
         path: the shard.
@@ -57,15 +55,17 @@ class ShardReader:
 
     @property
     def is_parquet(self) -> bool:
-        """Whether the shard is Parquet (else JSON lines)."""
-        return self.path.name.endswith(".parquet")
+        """Whether the shard is Parquet (``.parquet``, any case; else JSON lines)."""
+        return is_parquet_name(self.path)
 
     def records(self, start: int = 0) -> Iterator[Record]:
         """Records from the ``start``-th good record on (bad lines before it are skipped silently)."""
         if self.is_parquet:
-            yield from self._parquet(start)
+            rows = parquet_rows(self.path, self._handle, start, self.batch_rows)
         else:
-            yield from self._jsonl(start)
+            rows = jsonl_rows(self.path, self._handle, start)
+        for index, line, data, position in rows:
+            yield Record(index, line, data, position)
 
     def parquet_schema(self) -> Any:
         """The Arrow schema of a Parquet shard (outputs keep it)."""
@@ -73,68 +73,8 @@ class ShardReader:
 
         return pq.ParquetFile(self.path).schema_arrow
 
-    # -- JSON lines ------------------------------------------------------------------------------
-    def _jsonl(self, start: int) -> Iterator[Record]:
-        lineno = index = 0
-        with open(self.path, "rb") as raw:
-            stream: Any = gzip.GzipFile(fileobj=raw) if self.path.name.endswith(".gz") else raw
-            try:
-                for raw_line in stream:
-                    lineno += 1
-                    if not raw_line.strip():
-                        continue
-                    obj = self._parse(raw_line, lineno, quiet=index < start)
-                    if obj is None:
-                        continue
-                    if index >= start:
-                        yield Record(index, lineno, obj, raw.tell())
-                    index += 1
-            except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-                self._bad(
-                    f"{self.path}: corrupt or truncated after line {lineno} ({type(exc).__name__}: {exc}); "
-                    f"{index} documents were read, the rest of the file is lost: re-download or "
-                    "regenerate it",
-                    reason="unreadable-shard",
-                )
-
-    def _parse(self, raw_line: bytes, lineno: int, *, quiet: bool) -> dict[str, Any] | None:
-        try:
-            obj = json.loads(raw_line.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            problem = f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
-        except json.JSONDecodeError as exc:
-            problem = f"invalid JSON ({exc.msg} at column {exc.colno})"
-        else:
-            if isinstance(obj, dict):
-                return obj
-            problem = f"expected a JSON object, got {type(obj).__name__}"
-        self._bad(f"{self.path}:{lineno}: {problem}", quiet=quiet)
-        return None
-
-    # -- Parquet ----------------------------------------------------------------------------------
-    def _parquet(self, start: int) -> Iterator[Record]:
-        import pyarrow.parquet as pq
-
-        row = 0
-        try:
-            pf = pq.ParquetFile(self.path)
-            total = max(1, pf.metadata.num_rows)
-            for batch in pf.iter_batches(batch_size=self.batch_rows):
-                if row + batch.num_rows <= start:
-                    row += batch.num_rows
-                    continue
-                for record in batch.to_pylist():
-                    if row >= start:
-                        yield Record(row, row + 1, record, (row + 1) * self.size // total)
-                    row += 1
-        except ShardError:
-            raise
-        except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
-            self._bad(
-                f"{self.path}: unreadable Parquet after row {row} ({type(exc).__name__}: {exc}); "
-                f"{row} documents were read, the rest of the file is lost: re-download or regenerate it",
-                reason="unreadable-shard",
-            )
+    def _handle(self, message: str, reason: str, quiet: bool) -> None:
+        self._bad(message, reason=reason, quiet=quiet)
 
     def _bad(self, message: str, *, reason: str = "bad-record", quiet: bool = False) -> None:
         if self.on_error == "raise":
