@@ -8,12 +8,14 @@ on the command line win over the file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
+import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -226,6 +228,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
         report=not args.no_report,
         report_settings=_vocabulary_settings(args),
         progress=not args.no_progress,
+        overwrite=job_config.overwrite,
+        force_restart=job_config.force_restart,
     )
     t0 = time.perf_counter()
     summary = job.run()
@@ -258,6 +262,8 @@ def _filter_global(args: argparse.Namespace, job_config: Any) -> int:
         progress=not args.no_progress,
         report=not args.no_report,
         report_settings=_vocabulary_settings(args),
+        overwrite=job_config.overwrite,
+        force_restart=job_config.force_restart,
     )
     summary = job.run()
     print(format_job_summary(summary))
@@ -607,6 +613,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    with _sigterm_stops():
+        return _main(parser, argv, debug)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a batch scheduler) arrived: stop as on Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """Turn SIGTERM into ``Terminated`` while a command runs, so it stops its workers and says so once."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(parser: argparse.ArgumentParser, argv: list[str], debug: bool) -> int:
     try:
         with cli_interface():  # messages name --flags, not keyword arguments
             args = _apply_config(parser, argv)
@@ -624,6 +657,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"fairstream: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("fairstream: stopped by SIGTERM", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("fairstream: interrupted", file=sys.stderr)
         return 130

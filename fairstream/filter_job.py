@@ -4,7 +4,9 @@ Resumable at shard granularity: after each shard the output shard, the cap contr
 the stream stats and the co-occurrence counts are written atomically and the shard is recorded in
 ``_state.json``. A rerun skips finished shards and restarts an interrupted one from the state
 saved before it, so the result has no duplicates or gaps and equals an uninterrupted run; it also
-deletes the temporary files a killed run left behind.
+deletes the temporary files a killed run left behind. The folder is held through
+``fairstream.jobs.run_folder.RunFolder``: one run at a time, and a rerun resumes only with the
+same settings and unchanged inputs (its manifest says which).
 
 Each output shard is written under ``data/`` at its input's path relative to the inputs' common
 folder, in its input's format (``a/000.jsonl.gz`` -> ``data/a/000.jsonl.gz``, ``x.parquet`` ->
@@ -18,25 +20,21 @@ leaves no partial output.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from fairstream.core.cap import check_caps_keys
 from fairstream.core.config import FilterConfig
-from fairstream.core.stats import StreamStats
+from fairstream.core.stats import StreamStats, count_unread_records
 from fairstream.core.step import FilterStep, output_document
-from fairstream.errors import FairStreamError, OutputError, option
-from fairstream.io import (
-    atomic_write,
-    list_shards,
-    relative_names,
-    remove_temp_files,
-    write_documents,
-    write_json,
-)
+from fairstream.errors import OutputError
+from fairstream.io import atomic_write, find_shards, write_documents, write_json
 from fairstream.jobs.reader import PARQUET_BATCH_ROWS, Record, ShardReader
+from fairstream.jobs.run_folder import RESUME_HINT, RunFolder, new_manifest
 from fairstream.models.card import model_quality
 from fairstream.models.loader import load_model_for
 from fairstream.progress import Progress
@@ -82,6 +80,13 @@ class FilterJob:
         annotate: add each document's annotation to the output under ``fairstream``.
         report: write the Markdown/HTML report; ``report_settings`` are its vocabulary options.
         progress: show a progress bar.
+        overwrite: empty ``output_dir`` first, whatever it holds (else a non-empty folder that is
+            not a fairstream run is refused).
+        force_restart: discard the run ``output_dir`` holds and start over (else a rerun resumes it,
+            and is refused when its settings or inputs differ).
+
+    Inputs are listed by ``fairstream.io.find_shards``: the output folder and other runs' folders
+    under the inputs are never read, and what is not read is named in the summary (``not_read``).
     """
 
     def __init__(
@@ -94,25 +99,31 @@ class FilterJob:
         report: bool = True,
         report_settings: dict[str, Any] | None = None,
         progress: bool = True,
+        overwrite: bool = False,
+        force_restart: bool = False,
         **settings: Any,
     ) -> None:
         config = config or FilterConfig()
         self.config = config.replace(**settings) if settings else config
-        self.shards = list_shards(inputs)
-        self.names = [str(p) for p in relative_names(self.shards)]
         self.output_dir = Path(output_dir)
-        if self.output_dir.exists() and not self.output_dir.is_dir():
-            raise OutputError(
-                f"{self.output_dir}: exists and is not a folder; choose another output folder "
-                f"({option('output_dir')})"
-            )
+        self.folder = RunFolder(self.output_dir, overwrite=overwrite, force_restart=force_restart)
+        self.folder.check_placement(inputs)
+        listing = find_shards(inputs, exclude=[self.output_dir])
+        self.shards = listing.shards
+        self.names = [str(p) for p in listing.names]
+        self.not_read = listing.skipped
         c = self.config
         self.cap, self.warmup, self.granularity, self.seed = c.cap, c.warmup, c.granularity, c.seed
-        self.model = load_model_for(c)
         self.taxonomy = Taxonomy.load(c.taxonomy)
+        check_caps_keys(c.caps, self.taxonomy)
         self.annotate = annotate
         self.report, self.progress = report, progress
         self.report_settings = report_settings or {}
+
+    @functools.cached_property
+    def model(self) -> Any:
+        """The model, loaded on first use (a refused resume loads none)."""
+        return load_model_for(self.config)
 
     def _step(self) -> FilterStep:
         """A step for one shard; the model and taxonomy are loaded once and shared."""
@@ -155,16 +166,15 @@ class FilterJob:
 
     def run(self) -> dict[str, Any]:
         """Filter every shard not finished yet; return the summary."""
+        out = self.output_dir
+        manifest = new_manifest("stream", self.config, self.shards, self.names)
+        with self.folder.claim(manifest):
+            return self._run(out)
+
+    def _run(self, out: Path) -> dict[str, Any]:
         from fairstream.stats import CooccurrenceCounts
         from fairstream.stats.outputs import run_hooks, write_run_outputs
 
-        out = self.output_dir
-        try:
-            (out / "data").mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from exc
-        for tmp in remove_temp_files(out):
-            logger.info("removed %s, left by an interrupted run", tmp)
         state_path = out / STATE_FILE
         state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.is_file() else {}
         settings = {
@@ -176,11 +186,6 @@ class FilterJob:
             "taxonomy": self.taxonomy.name,
             "shards": [str(s) for s in self.shards],
         }
-        if state and state.get("settings") != settings:
-            raise FairStreamError(
-                f"{state_path}: this folder holds a run with other settings {state.get('settings')}; "
-                f"use a new output folder ({option('output_dir')}) or delete it to start over"
-            )
         done: list[str] = state.get("done", [])
         problems: list[str] = state.get("problems", [])
         stats = StreamStats.from_dict(state.get("stats", {}))
@@ -221,16 +226,19 @@ class FilterJob:
 
             kept = self._filtered(step, reader, run_hooks(shard_before, shard_after, examples), on_window)
             # written as it is read, to a temporary file that replaces the output only when complete
-            write_documents(
-                out / "data" / name,
-                kept,
-                schema=_input_schema(reader),
-                batch_rows=PARQUET_BATCH_ROWS,
-            )
+            try:
+                write_documents(
+                    out / "data" / name,
+                    kept,
+                    schema=_input_schema(reader),
+                    batch_rows=PARQUET_BATCH_ROWS,
+                )
+            except OutputError as exc:  # a full disk, say: name the shard, and that a rerun resumes
+                raise OutputError(f"{exc} while filtering {shard}; {RESUME_HINT}") from exc
             progress.advance(shard_start + sizes[name] - progress.n)  # skipped documents, rounding
             skipped = reader.skipped
             shard_stats = StreamStats.from_dict(step.stats())
-            shard_stats.skipped.update(getattr(s, "reason", "bad-record") for s in skipped)
+            count_unread_records(shard_stats, skipped)
             problems += [str(s) for s in skipped if getattr(s, "reason", "") == "unreadable-shard"]
             stats = stats + shard_stats
             before, after = before + shard_before, after + shard_after
@@ -239,7 +247,6 @@ class FilterJob:
             write_json(
                 state_path,
                 {
-                    "settings": settings,
                     "done": done,
                     "stats": stats.to_dict(),
                     "controller": controller_state,
@@ -253,7 +260,7 @@ class FilterJob:
         # the run's settings travel with its counts: the summary and the report read both from here
         run_info = {**settings, "model_quality": model_quality(self.model.model_dir)}
         # problems: what was lost beyond single records (unreadable rests of shards), named
-        stats_dict = {**stats.to_dict(), "run": run_info, "problems": problems}
+        stats_dict = {**stats.to_dict(), "run": run_info, "problems": problems, "not_read": self.not_read}
         write_json(out / "stats.json", stats_dict)
         summary: dict[str, Any] = {
             "output_dir": str(out),
@@ -261,6 +268,7 @@ class FilterJob:
             "run": run_info,
             "shards": len(self.shards),
             "problems": problems,
+            "not_read": self.not_read,
         }
         report = write_run_outputs(
             out,

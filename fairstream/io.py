@@ -557,8 +557,9 @@ def _output_error(path: Path, exc: OSError) -> OutputError:
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success it replaces ``path`` atomically.
 
-    Failures to create, flush or move the file raise ``OutputError`` naming ``path``; writes in the
-    body go through ``write_json``/``write_jsonl`` (or the caller's own handling).
+    Failures to create, write, flush, close or move the file raise ``OutputError`` naming ``path``
+    (an ``OSError`` raised in the body is taken for a failed write of this file: readers feeding the
+    body turn their own errors into ``ShardError``).
     """
     path = Path(path)
     with _writing(path):
@@ -567,11 +568,20 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
-            yield f
+        f = os.fdopen(fd, mode, encoding=None if "b" in mode else encoding)
+        try:
+            with _writing(path):  # an OSError of the body is a write of this file that failed
+                yield f
             with _writing(path):
                 f.flush()
                 os.fsync(f.fileno())
+                f.close()
+        except BaseException:
+            # closing flushes what is buffered: a full disk fails again, and must not hide the error
+            # that names the file
+            with contextlib.suppress(OSError):
+                f.close()
+            raise
         with _writing(path):
             os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are meant to be shared
             os.replace(tmp, path)

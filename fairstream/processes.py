@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import multiprocessing.util
 import os
+import sys
 import threading
 import time
 import weakref
@@ -71,11 +73,30 @@ def _shut_down(pool_ref: weakref.ref[ProcessPoolExecutor]) -> None:
 def _init_helper(parent: int, initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
     # a helper blocks reading its work queue, whose write end it holds itself: a parent killed with
     # SIGKILL would leave it waiting forever (and holding the parent's stdout, which a caller reading
-    # that pipe waits on); it leaves once it has been handed to another parent
+    # that pipe waits on)
+    die_with_parent(parent)
+    initializer(*initargs)
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process when process ``parent`` ends, however it ends (SIGKILL included).
+
+    On Linux the kernel sends SIGTERM at once (``PR_SET_PDEATHSIG``); everywhere a watcher thread
+    exits once this process has been handed to another parent (within about half a second). A
+    killed parent's workers would otherwise live on and keep writing into its output folder.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(0)
     threading.Thread(
         target=_exit_when_orphaned, args=(parent,), daemon=True, name="fairstream-orphan-watch"
     ).start()
-    initializer(*initargs)
 
 
 def _exit_when_orphaned(parent: int, every_s: float = 0.5) -> None:

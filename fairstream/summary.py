@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fairstream.core.stats import UNREADABLE_SHARD
+
 TOP_ROWS = 10  # attributes within the cap shown in the CLI table (every attribute above it is shown)
 
 
@@ -95,7 +97,7 @@ def headline_numbers(stats: Mapping[str, Any]) -> dict[str, int]:
         "docs_dropped": c.get("docs_dropped", 0),
         "docs_modified": c.get("docs_modified", 0),
         "docs_with_keyword": c.get("docs_with_keyword", 0),
-        "docs_skipped": sum(stats.get("skipped", {}).values()),
+        "docs_skipped": sum(n for r, n in stats.get("skipped", {}).items() if r != UNREADABLE_SHARD),
         "sentences_judged": sentences,
         "sentences_dropped": c.get("sentences_dropped", 0),
         "sentences_kept": sentences - c.get("sentences_dropped", 0),
@@ -159,6 +161,17 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[s
     return [line(headers), *[line(r) for r in rows]]
 
 
+def not_read_lines(not_read: list[str], shown: int = 10) -> list[str]:
+    """Summary lines naming what under the inputs was not read (every such path is in ``stats.json``)."""
+    if not not_read:
+        return []
+    lines = [f"  not read under the inputs ({len(not_read)}):"]
+    lines += [f"    {item}" for item in not_read[:shown]]
+    if len(not_read) > shown:
+        lines.append(f'    ... {len(not_read) - shown} more (stats.json, "not_read")')
+    return lines
+
+
 def format_summary(summary: Mapping[str, Any], top: int = TOP_ROWS) -> str:
     """The table printed after ``fairstream filter`` (and saved as ``summary.txt``)."""
     stats = summary["stats"]
@@ -167,8 +180,9 @@ def format_summary(summary: Mapping[str, Any], top: int = TOP_ROWS) -> str:
     n_shards = summary.get("shards", 0)
     lines = [
         f"fairstream filter: {n_shards} shard{'s' if n_shards != 1 else ''} -> {summary['output_dir']}",
-        f"  documents: {h['docs_in']} in, {h['docs_out']} out ({h['docs_dropped']} dropped, "
-        f"{h['docs_modified']} modified, {h['docs_skipped']} skipped); {h['docs_with_keyword']} with keywords",
+        f"  documents: {h['docs_in']} in = {h['docs_out']} out ({h['docs_modified']} shortened) + "
+        f"{h['docs_dropped']} dropped + {h['docs_skipped']} skipped as bad records; "
+        f"{h['docs_with_keyword']} with keywords",
         f"  sentences: {h['sentences_judged']} with person keywords judged, {h['sentences_dropped']} dropped "
         f"({pct(h['sentences_dropped'], h['sentences_judged'])})",
     ]
@@ -224,6 +238,7 @@ def format_summary(summary: Mapping[str, Any], top: int = TOP_ROWS) -> str:
         )
     elif rows and run:
         lines.append("  every attribute is within its cap")
+    lines += not_read_lines(summary.get("not_read", []))
     if "seconds" in summary:
         lines.append(f"  time: {summary['seconds']} s")
     for p in summary.get("report", []):

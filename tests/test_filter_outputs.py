@@ -7,7 +7,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from fairstream import filter_job
 from fairstream.cli import main, sample_corpus_path
+from fairstream.core import FilterConfig
+from fairstream.jobs.run_folder import new_manifest
 
 TEXT = "Many Mexican families opened bakeries in the valley and sold bread to the neighbours there."
 
@@ -115,7 +118,10 @@ def test_corrupt_parquet_with_skip_is_counted_like_jsonl(tiny_model_dir: Path, t
 def test_leftover_temp_files_are_removed_on_the_next_run(tiny_model_dir: Path, tmp_path: Path):
     shard = write(tmp_path / "in" / "a.jsonl", docs("a", 3))
     out = tmp_path / "out"
-    # what a kill during a shard write leaves behind
+    # what a kill during a shard write leaves behind: the run's manifest, temporary files
+    job = filter_job.FilterJob([shard], out, FilterConfig(model=str(tiny_model_dir), cap=1), progress=False)
+    with job.folder.claim(new_manifest("stream", job.config, job.shards, job.names)):
+        pass
     (out / "data").mkdir(parents=True)
     left = [out / "data" / ".a.jsonl.Xk3j2.tmp", out / "._state.json.a81k.tmp"]
     for p in left:

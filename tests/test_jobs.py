@@ -265,10 +265,13 @@ def test_annotate_only_writes_no_outputs_and_refuses_a_changed_setting(shards: P
 
 def test_temporary_files_are_removed_on_start(shards: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
+    job = GlobalCapJob([shards / "a"], out, workers=1, progress=False)
+    with job.folder.claim(job.manifest()):  # a run killed once it held the folder: its manifest stays
+        pass
     (out / "data" / "a").mkdir(parents=True)
     left = out / "data" / "a" / ".000.jsonl.abc.tmp"
     left.write_text("half")
-    GlobalCapJob([shards / "a"], out, workers=1, progress=False).run()
+    job.run()
     assert not left.exists()
     assert not [p for p in (out / "_parts" / "annotate").rglob("*") if p.is_file()]  # no parts left
 
@@ -351,7 +354,7 @@ def test_cli_global_scope_runs_and_prints_a_summary_that_stays(
     assert (out / "data" / "000.jsonl").is_file()
     # a rerun with another cap in the same folder is refused, naming the option
     assert main([*argv, "--cap", "0.05"]) != 0
-    assert "--cap 0.01, now 0.05" in capsys.readouterr().err
+    assert "--cap was 0.01, now 0.05" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,7 @@ def test_cli_summary_report_and_counts_equal_stats_json(tmp_path: Path, capsys):
         assert "| " + " | ".join(map(str, cells)) + " | " in md, r
 
     # the CLI: headline, and each row it prints; every attribute above its cap is printed
-    assert f"documents: {c['docs_in']} in, {c['docs_out']} out" in printed
+    assert f"documents: {c['docs_in']} in = {c['docs_out']} out" in printed
     assert (
         f"{c['sentences_candidate']} with person keywords judged, {c['sentences_dropped']} dropped" in printed
     )

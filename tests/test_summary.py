@@ -47,7 +47,7 @@ def test_table_shows_every_attribute_above_the_cap_and_no_empty_rows():
     assert sum(1 for kw in rows if kw.startswith("busy")) == 10  # top 10 within the cap ...
     assert "5 more attributes, all within the cap" in text  # ... and the rest counted, not hidden
     assert "1 attribute above the cap (tiny)" in text and "--warmup 0" in text
-    assert "documents: 50 in, 48 out" in text and "30 dropped (7.5%)" in text
+    assert "documents: 50 in = 48 out" in text and "30 dropped (7.5%)" in text
     assert "warm-up 100" in text
 
 

@@ -39,6 +39,7 @@ negative share <= cap).
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ import numpy as np
 
 from fairstream.core.schema import REGARD_LABELS as REGARDS
 from fairstream.core.schema import sentence_regard
+from fairstream.errors import ConfigError, option
 from fairstream.taxonomy import Taxonomy
 
 __all__ = ["CapController", "UnitCounts", "sentence_regard"]
@@ -100,11 +102,9 @@ class CapController:
         self.warmup = warmup
         self.seed = seed
         self.taxonomy = taxonomy or Taxonomy.default()
-        known = {a.keyword for a in self.taxonomy} | set(self.taxonomy.classes)
+        check_caps_keys(caps or {}, self.taxonomy)
         self.caps: dict[str, float] = {}
         for key, value in (caps or {}).items():
-            if key not in known:
-                raise ValueError(f"caps key {key!r} is neither a keyword nor a class of {self.taxonomy.name}")
             _check_cap(f"caps[{key!r}]", value)
             self.caps[key] = value
         self._rng = np.random.default_rng(seed)
@@ -191,6 +191,21 @@ class CapController:
         self.seen = {a: dict(c) for a, c in state["seen"].items()}
         self._rng = np.random.default_rng(self.seed)
         self._rng.bit_generator.state = state["rng"]
+
+
+def check_caps_keys(caps: Mapping[str, Any], taxonomy: Taxonomy) -> None:
+    """Refuse a ``caps`` key that is neither a keyword nor a class of ``taxonomy``, naming the nearest."""
+    keywords = sorted(a.keyword for a in taxonomy)
+    known = set(keywords) | set(taxonomy.classes)
+    for key in caps:
+        if key in known:
+            continue
+        near = difflib.get_close_matches(str(key), [*taxonomy.classes, *keywords], n=3, cutoff=0.6)
+        hint = f"did you mean {', '.join(near)}?" if near else f"classes: {', '.join(taxonomy.classes)}"
+        raise ConfigError(
+            f"{option('caps').rstrip('=')}: {key!r} is neither a keyword nor a class of {taxonomy.name} ({hint}); "
+            "'fairstream taxonomy' lists them"
+        )
 
 
 def _check_cap(name: str, value: float) -> None:

@@ -31,6 +31,14 @@ ON_ERROR_VALUES = ("raise", "skip")
 SCAN_OVERLAP_VALUES = ("auto", "on", "off")
 DEVICES = ("cpu", "cuda", "cuda:N", "auto")  # checked by fairstream.models.loader.parse_device
 
+#: What a setting changes: ``"tag"`` the annotation of each document (which mentions, their
+#: senses and regards), ``"cap"`` which judged sentences are dropped; a field without a stage
+#: changes speed only. A resumed run must agree on every setting with a stage (``output_settings``).
+#: ``on_error`` has none: a part written under "raise" met no bad record, so "skip" (what its error
+#: message suggests) resumes it with the same outputs.
+Stage = Literal["tag", "cap"]
+STAGES: tuple[Stage, ...] = ("tag", "cap")
+
 
 def _number_in(low: float, high: float) -> Callable[[Any], bool]:
     return lambda v: (
@@ -51,8 +59,10 @@ def _opt(
     cli_type: Callable[[str], Any] | None = None,
     metavar: str | None = None,
     nargs: str | None = None,
+    stage: Stage | None = None,
 ) -> dict[str, Any]:
     return {
+        "stage": stage,
         "help": help_,
         "check": check,
         "allowed": allowed,
@@ -100,6 +110,7 @@ class FilterConfig:
             "max kept negative-regard share per attribute, in [0, 1]; it holds once an attribute has "
             "--warmup kept sentences, so rare attributes can end above it (flagged in the summary and "
             "the report); 1 tags and counts only",
+            stage="cap",
             check=_number_in(0, 1),
             allowed="a number in [0, 1] (1 keeps every sentence)",
         ),
@@ -109,6 +120,7 @@ class FilterConfig:
         metadata=_opt(
             "caps of single attribute keywords or classes overriding --cap, as KEY=CAP pairs "
             "(a keyword wins over its class)",
+            stage="cap",
             check=lambda v: isinstance(v, Mapping) and all(_number_in(0, 1)(c) for c in v.values()),
             allowed="a mapping of keywords or classes to numbers in [0, 1]",
             cli_type=_parse_cap_pair,
@@ -121,6 +133,7 @@ class FilterConfig:
         metadata=_opt(
             "kept sentences per attribute after which the cap always holds; 0 = strict: the cap holds "
             "from the first sentence, at the cost of dropping more negative sentences",
+            stage="cap",
             check=_whole(0),
             allowed="a whole number >= 0",
         ),
@@ -128,13 +141,17 @@ class FilterConfig:
     seed: int = field(
         default=0,
         metadata=_opt(
-            "seed of the cap's random choices, >= 0", check=_whole(0), allowed="a whole number >= 0"
+            "seed of the cap's random choices, >= 0",
+            stage="cap",
+            check=_whole(0),
+            allowed="a whole number >= 0",
         ),
     )
     granularity: Granularity = field(
         default="sentence",
         metadata=_opt(
             "drop single sentences (the rest of the document is kept byte for byte) or whole documents",
+            stage="cap",
             choices=GRANULARITIES,
         ),
     )
@@ -190,19 +207,23 @@ class FilterConfig:
         default=16,
         metadata=_opt(
             "candidate sentences need more than this many NLTK tokens",
+            stage="tag",
             check=_whole(0),
             allowed="a whole number >= 0",
         ),
     )
     max_tokens: int = field(
         default=128,
-        metadata=_opt("... and at most this many", check=_whole(1), allowed="a whole number >= 1"),
+        metadata=_opt(
+            "... and at most this many", stage="tag", check=_whole(1), allowed="a whole number >= 1"
+        ),
     )
     splitter: Splitter = field(
         default="auto",
         metadata=_opt(
             "sentence splitter: NLTK Punkt (punkt), fairstream's own Punkt parameters (fallback), or "
             "Punkt where its data is installed, else the fallback (auto)",
+            stage="tag",
             choices=SPLITTERS,
         ),
     )
@@ -210,6 +231,7 @@ class FilterConfig:
         default=1_000_000,
         metadata=_opt(
             "longer documents are bad records (usually broken extraction); 0 = no limit",
+            stage="tag",
             check=_whole(0),
             allowed="a whole number >= 0 (0: no limit)",
         ),
@@ -218,6 +240,7 @@ class FilterConfig:
         default="text",
         metadata=_opt(
             "field that holds the text",
+            stage="tag",
             check=lambda v: isinstance(v, str) and bool(v),
             allowed="a field name",
         ),
@@ -226,6 +249,7 @@ class FilterConfig:
         default="id",
         metadata=_opt(
             "field that names a document in errors and annotations ('' = none)",
+            stage="tag",
             check=lambda v: v is None or isinstance(v, str),
             allowed="a field name or empty",
             cli_type=_optional_str,
@@ -243,6 +267,7 @@ class FilterConfig:
         default=None,
         metadata=_opt(
             "model folder (default: the shipped joint model)",
+            stage="tag",
             check=lambda v: v is None or isinstance(v, str),
             allowed="a folder path",
             metavar="FOLDER",
@@ -252,6 +277,7 @@ class FilterConfig:
         default=None,
         metadata=_opt(
             "taxonomy name or JSON file (default: taxonomy-v1)",
+            stage="tag",
             check=lambda v: v is None or isinstance(v, str),
             allowed="a taxonomy name or JSON file",
         ),
@@ -261,6 +287,7 @@ class FilterConfig:
         metadata=_opt(
             "where the model runs: cpu (ONNX Runtime int8), cuda or cuda:N (PyTorch bf16/fp16, "
             "pip install 'fairstream[torch-backend]'), auto (cuda when torch sees a GPU, else cpu)",
+            stage="tag",
             check=lambda v: isinstance(v, str) and re.fullmatch(r"cpu|cuda|cuda:\d+|auto", v) is not None,
             allowed="one of cpu, cuda, cuda:N, auto (N: a GPU index)",
         ),
@@ -291,6 +318,13 @@ class FilterConfig:
         """A copy with some settings changed (checked like the original)."""
         _reject_unknown(changes, "FilterConfig.replace()")
         return dataclasses.replace(self, **changes)
+
+    def output_settings(self, stage: Stage) -> dict[str, Any]:
+        """The settings of ``stage`` (see ``Stage``), as plain JSON: what a resumed run must share."""
+        if stage not in STAGES:
+            raise ConfigError(f"stage={stage!r} is not one of {STAGES}")
+        data = self.to_dict()
+        return {f.name: data[f.name] for f in dataclasses.fields(self) if f.metadata["stage"] == stage}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able settings (``from_dict`` reads them back)."""

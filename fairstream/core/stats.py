@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,25 @@ class StreamStats:
             skipped=Counter(data.get("skipped", {})),
             attributes=json.loads(json.dumps(data.get("attributes", {}))),
         )
+
+
+#: The skip reason of a shard's unreadable rest: one entry per shard, not per document (how many
+#: documents it held is unknown), so it is not a document in ``docs_in`` or ``docs_skipped``.
+UNREADABLE_SHARD = "unreadable-shard"
+
+
+def count_unread_records(stats: StreamStats, skipped: Iterable[str]) -> None:
+    """Count what a shard reader skipped (``fairstream.io.Skipped`` messages) into ``stats``.
+
+    The counting rule of every run: ``docs_in`` counts each record read, bad ones included, so
+    ``docs_in = docs_out + docs_dropped + docs_skipped``. A bad line (invalid JSON or UTF-8, not an
+    object) is a record in and a skip, as an invalid document is.
+    """
+    for message in skipped:
+        reason = getattr(message, "reason", "bad-record")
+        stats.skipped[reason] += 1
+        if reason != UNREADABLE_SHARD:
+            stats.counters["docs_in"] += 1
 
 
 def loader_dataset_states(state: dict[str, Any]) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.core.global_cap import GlobalCapPlanner
+from fairstream.core.stats import UNREADABLE_SHARD
 from fairstream.errors import FairStreamError, InvalidDocumentError
 from fairstream.io import write_json
 from fairstream.jobs.checkpoint import ShardParts
@@ -32,6 +33,7 @@ from fairstream.jobs.tasks import (
     PARTS_DIR,
     Report,
     attributes_path,
+    count_bad_records,
     doc_key,
     document_unit,
     sentence_units,
@@ -71,9 +73,11 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
     every, window = int(task["every"]), config.lookahead
     pending: list[Record] = []
     last_pos = start_pos = int(ck.get("position", 0))
+    # the reader's skips already in ``counts``; its skips when the last pending record was read
+    bad_seen = bad_mark = 0
 
     def flush() -> None:
-        nonlocal n_parts, last_pos
+        nonlocal n_parts, last_pos, bad_seen
         rows: list[dict[str, Any]] = []
         chunks = [pending[i : i + window] for i in range(0, len(pending), window)]
         # with scan workers the next window's keyword stage runs while this one is judged
@@ -84,6 +88,8 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
             last_pos = chunk[-1].position
         parts.write_part(n_parts, rows)
         n_parts += 1
+        # the bad lines before the part's last record: those after it are read again on a resume
+        bad_seen = count_bad_records(reader.skipped[:bad_mark], counts, bad_seen)
         last = pending[-1]
         parts.save(
             n_parts,
@@ -98,17 +104,18 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
 
     for rec in reader.records(start):
         pending.append(rec)
+        bad_mark = len(reader.skipped)
         if len(pending) >= every:
             flush()
     if pending:
         flush()
-    counts["skipped"] += len(reader.skipped)
+    count_bad_records(reader.skipped, counts, bad_seen)
     parts.join(attributes_path(folder, name), n_parts)
     state = {
         "shard": name,
         "bytes": reader.size,
         "counts": counts,
-        "problems": [str(s) for s in reader.skipped if s.reason == "unreadable-shard"],
+        "problems": [str(s) for s in reader.skipped if s.reason == UNREADABLE_SHARD],
         "planners": {g: p.state_dict() for g, p in planners.items()},
     }
     write_json(done, state)

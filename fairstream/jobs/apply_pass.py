@@ -25,6 +25,7 @@ from fairstream.jobs.tasks import (
     PARTS_DIR,
     Report,
     attributes_path,
+    count_bad_records,
     document_unit,
     sentence_units,
     task_config,
@@ -64,13 +65,16 @@ def apply_shard(task: Mapping[str, Any], report: Report | None = None) -> dict[s
     ck = parts.load()
     n_parts, start = int(ck.get("parts", 0)), int(ck.get("records", 0))
     counts: dict[str, Any] = dict(
-        ck.get("counts", {"documents": 0, "kept": 0, "dropped": 0, "sentences_dropped": 0, "modified": 0})
+        ck.get(
+            "counts",
+            {"documents": 0, "kept": 0, "dropped": 0, "skipped": 0, "sentences_dropped": 0, "modified": 0},
+        )
     )
     attrs = attribute_lines(Path(task["annotations"]), name, start)
     every = int(task["every"])
     last_pos = start_pos = int(ck.get("position", 0))
     rows: list[dict[str, Any]] = []
-    n_in_part = 0
+    n_in_part = bad_seen = 0
     for rec in reader.records(start):
         attr = next(attrs, None)
         if attr is None or attr.get("line") != rec.line:
@@ -86,6 +90,7 @@ def apply_shard(task: Mapping[str, Any], report: Report | None = None) -> dict[s
         if n_in_part >= every:
             parts.write_part(n_parts, rows, schema)
             n_parts += 1
+            bad_seen = count_bad_records(reader.skipped, counts, bad_seen)
             parts.save(n_parts, {"records": rec.index + 1, "position": rec.position, "counts": counts})
             if report is not None:
                 report(n_in_part, rec.position - last_pos)
@@ -93,7 +98,7 @@ def apply_shard(task: Mapping[str, Any], report: Report | None = None) -> dict[s
     if n_in_part:
         parts.write_part(n_parts, rows, schema)
         n_parts += 1
-    counts["skipped"] = len(reader.skipped)
+    count_bad_records(reader.skipped, counts, bad_seen)
     parts.join(folder / DATA_DIR / name, n_parts, schema)
     result = {"shard": name, "bytes": reader.size, "counts": counts}
     write_json(done, result)
@@ -123,8 +128,8 @@ def _apply(
     counts: dict[str, Any],
 ) -> dict[str, Any] | None:
     counts["documents"] += 1
-    if "error" in attr:  # a record the filter skipped in pass 1 is not written (as in stream scope)
-        counts["dropped"] += 1
+    if "error" in attr:  # a record the filter skipped in pass 1: not written, a skip (as in stream scope)
+        counts["skipped"] = counts.get("skipped", 0) + 1
         return None
     ann = attr["fairstream"]
     text = doc[text_field]

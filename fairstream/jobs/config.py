@@ -83,6 +83,21 @@ class JobConfig:
         ),
     )
 
+    overwrite: bool = field(
+        default=False,
+        metadata=_opt(
+            "empty the output folder first, whatever it holds (without it a non-empty folder that is "
+            "not a fairstream run is refused)"
+        ),
+    )
+    force_restart: bool = field(
+        default=False,
+        metadata=_opt(
+            "discard the run the output folder holds and start over (without it a rerun resumes that "
+            "run, and is refused, naming each difference, when its settings or inputs differ)"
+        ),
+    )
+
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             meta, value = f.metadata, getattr(self, f.name)

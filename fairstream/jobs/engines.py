@@ -12,6 +12,7 @@ progress (documents, bytes) through a queue after every checkpoint; Ray reports 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -49,7 +50,12 @@ class LocalEngine:
             raise FairStreamError(f"{option('workers', self.workers)}: must be a whole number >= 1")
 
     def map(self, fn: TaskFn, tasks: Sequence[dict[str, Any]], report: Report) -> list[dict[str, Any]]:
-        """Run ``fn`` on every task; results in task order. The first failure stops the pass."""
+        """Run ``fn`` on every task; results in task order. The first failure stops the pass.
+
+        The workers die with this process: each watches its parent (and, on Linux, asks the kernel
+        for SIGTERM when it dies), ignores Ctrl-C (this process stops them and says so once), and is
+        terminated when the pass ends early (a failure, Ctrl-C, SIGTERM turned into an exception).
+        """
         processes = min(self.workers, len(tasks))
         # threads x processes <= cores; in this process (one worker or one shard) all the cores
         tasks = [{**t, "threads": max(1, self.cores // max(1, processes))} for t in tasks]
@@ -59,24 +65,58 @@ class LocalEngine:
         from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 
         ctx = mp.get_context("spawn")
-        with ctx.Manager() as manager:
-            updates = manager.Queue()
-            with ProcessPoolExecutor(max_workers=processes, mp_context=ctx) as pool:
-                futures = [pool.submit(_run_reporting, fn, t, updates) for t in tasks]
-                pending = set(futures)
-                while pending:
-                    finished, pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
-                    _drain(updates, report)
-                    for f in finished:
-                        if f.exception() is not None:
-                            for other in pending:
-                                other.cancel()
-                            raise f.exception()  # type: ignore[misc]
+        # a plain queue handed over at start (no manager process, which outlived a killed parent)
+        updates = ctx.Queue()
+        pool = ProcessPoolExecutor(
+            max_workers=processes, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(), updates)
+        )
+        try:
+            futures = [pool.submit(_run_reporting, fn, t) for t in tasks]
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
                 _drain(updates, report)
-                return [f.result() for f in futures]
+                for f in finished:
+                    if f.exception() is not None:
+                        raise f.exception()  # type: ignore[misc]
+            _drain(updates, report)
+            results = [f.result() for f in futures]
+        except BaseException:
+            _stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
+        updates.close()
+        return results
 
 
-def _run_reporting(fn: TaskFn, task: Mapping[str, Any], updates: Any) -> dict[str, Any]:
+_UPDATES: Any = None  # a worker's queue of progress updates (set by _init_worker)
+
+
+def _init_worker(parent: int, updates: Any) -> None:
+    import signal
+
+    from fairstream.processes import die_with_parent
+
+    global _UPDATES
+    _UPDATES = updates
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent handles it
+    die_with_parent(parent)
+
+
+def _stop_workers(pool: Any) -> None:
+    """End a pool's workers now: their tasks are checkpointed, a rerun resumes them."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # no public handle on them
+    for p in workers:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in workers:
+        with contextlib.suppress(Exception):
+            p.join(timeout=5)
+
+
+def _run_reporting(fn: TaskFn, task: Mapping[str, Any]) -> dict[str, Any]:
+    updates = _UPDATES
     return fn(task, lambda docs, n_bytes: updates.put((docs, n_bytes)))
 
 

@@ -9,12 +9,17 @@ Folder layout (``output_dir``)::
     stats.json, summary.txt                  the run's counts and settings
     counts_before.json, counts_after.json,   the report's counts (as the stream scope writes them),
     examples.json, report/                   counted after pass 3 (not with ``report=False``)
-    _annotate.json, _apply.json              settings, checked on every rerun
+    _manifest.json                           settings and inputs, checked on every rerun (run_folder)
     _parts/                                  checkpoints of shards in progress
 
 ``<shard>`` is the shard's path relative to the inputs' common folder, so two inputs never share
 an output. ``--annotate-only`` stops after pass 1; ``--from-annotations DIR`` skips it and reads
-``DIR/attributes`` (a second cap costs only passes 2 and 3).
+``DIR/attributes`` (a second cap costs only passes 2 and 3), after checking that they were made
+with the same tagging settings and inputs.
+
+The folder is held through ``fairstream.jobs.run_folder.RunFolder`` for the whole run: one run at
+a time, resumed only with the same settings and unchanged inputs. The local engine's workers die
+with the job's process (``fairstream.jobs.engines``).
 """
 
 from __future__ import annotations
@@ -26,17 +31,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fairstream.core.cap import check_caps_keys
 from fairstream.core.config import FilterConfig
 from fairstream.errors import FairStreamError, OutputError, option
-from fairstream.io import atomic_write, list_shards, relative_names, remove_temp_files, write_json
+from fairstream.io import atomic_write, find_shards, write_json
 from fairstream.jobs.annotate_pass import annotate_shard
 from fairstream.jobs.apply_pass import apply_shard, done_path
-from fairstream.jobs.checkpoint import check_settings
 from fairstream.jobs.decide_pass import PLAN_FILE, decide, write_plan
 from fairstream.jobs.engines import TaskFn, make_engine
 from fairstream.jobs.report_pass import count_shard, counted_path
-from fairstream.jobs.tasks import ANNOTATION_SETTINGS, DECISION_SETTINGS, state_path
+from fairstream.jobs.run_folder import RESUME_HINT, RunFolder, check_annotations, new_manifest
+from fairstream.jobs.tasks import state_path
 from fairstream.progress import Progress
+from fairstream.summary import not_read_lines
+from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +70,7 @@ class GlobalCapJob:
             stream's ``counters``, ``attributes`` and ``run``) and write the counts, the dropped
             examples and the Markdown/HTML report; ``report_settings`` are its vocabulary options.
             ``False`` skips that extra read of the shards.
+        overwrite, force_restart: as ``fairstream.filter_job.FilterJob``'s.
     """
 
     def __init__(
@@ -79,6 +88,8 @@ class GlobalCapJob:
         progress: bool = True,
         report: bool = True,
         report_settings: dict[str, Any] | None = None,
+        overwrite: bool = False,
+        force_restart: bool = False,
     ) -> None:
         self.config = config or FilterConfig()
         if annotate_only and from_annotations is not None:
@@ -88,17 +99,15 @@ class GlobalCapJob:
             )
         if checkpoint_every < 1:
             raise FairStreamError(f"{option('checkpoint_every', checkpoint_every)}: must be >= 1")
-        self.shards = list_shards(inputs)
-        self.names = [str(p) for p in relative_names(self.shards)]
         self.output_dir = Path(output_dir)
-        if self.output_dir.exists() and not self.output_dir.is_dir():
-            raise OutputError(f"{self.output_dir}: exists and is not a folder ({option('output_dir')})")
+        self.folder = RunFolder(self.output_dir, overwrite=overwrite, force_restart=force_restart)
+        self.folder.check_placement(inputs)
+        listing = find_shards(inputs, exclude=[self.output_dir])
+        self.shards = listing.shards
+        self.names = [str(p) for p in listing.names]
+        self.not_read = listing.skipped
+        check_caps_keys(self.config.caps, Taxonomy.load(self.config.taxonomy))
         self.annotations = Path(from_annotations) if from_annotations is not None else self.output_dir
-        if from_annotations is not None and not (self.annotations / "_annotate.json").is_file():
-            raise FairStreamError(
-                f"{self.annotations}: no annotations there ({option('from_annotations')} takes the output "
-                f"folder of a run with {option('annotate_only')})"
-            )
         self.engine_name, self.workers, self.ray_address = engine, workers, ray_address
         self.every = checkpoint_every
         self.annotate_only = annotate_only
@@ -107,14 +116,15 @@ class GlobalCapJob:
         self.report = report
         self.report_settings = report_settings or {}
 
-    def settings(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Settings of pass 1 and of passes 2-3 (a changed one refuses a resume)."""
-        c = self.config.to_dict()
-        annotate = {k: c[k] for k in ANNOTATION_SETTINGS}
-        annotate["shards"] = self.names
-        annotate["checkpoint_every"] = self.every
-        apply = {**annotate, **{k: c[k] for k in DECISION_SETTINGS}}
-        return annotate, apply
+    def manifest(self) -> dict[str, Any]:
+        """What a rerun must share with this run (``fairstream.jobs.run_folder.new_manifest``)."""
+        job = {
+            "checkpoint_every": self.every,
+            "from_annotations": str(self.annotations.resolve()) if self.from_annotations else None,
+        }
+        return new_manifest(
+            "global", self.config, self.shards, self.names, decide=not self.annotate_only, job=job
+        )
 
     def _tasks(self, extra: dict[str, Any]) -> list[dict[str, Any]]:
         config = self.config.to_dict()
@@ -142,7 +152,10 @@ class GlobalCapJob:
             bar.advance(n_bytes)
 
         t0 = time.perf_counter()
-        results = engine.map(fn, tasks, report)
+        try:
+            results = engine.map(fn, tasks, report)
+        except OutputError as exc:  # a full disk, say: name the pass, and that a rerun resumes
+            raise OutputError(f"{exc} in {title}; {RESUME_HINT}") from exc
         bar.note(f"{seen['docs']:,} docs, {n} shards")
         bar.close()
         seconds = time.perf_counter() - t0
@@ -152,17 +165,14 @@ class GlobalCapJob:
 
     def run(self) -> dict[str, Any]:
         """Run the passes not done yet; return the summary."""
+        manifest = self.manifest()
+        if self.from_annotations:
+            check_annotations(self.annotations, manifest)
+        with self.folder.claim(manifest):
+            return self._run(manifest)
+
+    def _run(self, manifest: dict[str, Any]) -> dict[str, Any]:
         out = self.output_dir
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from exc
-        for tmp in remove_temp_files(out):
-            logger.info("removed %s, left by an interrupted run", tmp)
-        annotate_settings, apply_settings = self.settings()
-        check_settings(self.annotations, annotate_settings, filename="_annotate.json", what="pass 1")
-        if not self.annotate_only:  # before any work: a changed cap is refused at once
-            check_settings(out, apply_settings, filename="_apply.json", what="pass 2-3")
         engine = make_engine(self.engine_name, workers=self.workers, ray_address=self.ray_address)
         timings: dict[str, Any] = {}
         tasks = self._tasks({"work": str(self.annotations)})
@@ -180,13 +190,14 @@ class GlobalCapJob:
             "workers": getattr(engine, "workers", None),
             "documents": sum(s["counts"]["documents"] for s in states),
             "problems": [p for s in states for p in s.get("problems", [])],
+            "not_read": self.not_read,
         }
         if self.annotate_only:
             summary["timings"] = timings
-            summary["settings"] = annotate_settings
+            summary["settings"] = manifest["settings"]
             return self._finish(summary)
         t0 = time.perf_counter()
-        plan = write_plan(out, decide(states, self.config), apply_settings)
+        plan = write_plan(out, decide(states, self.config), manifest["settings"])
         timings["decide"] = {"seconds": round(time.perf_counter() - t0, 3)}
         tasks = self._tasks(
             {"work": str(out), "annotations": str(self.annotations), "plan": str(out / PLAN_FILE)}
@@ -199,7 +210,7 @@ class GlobalCapJob:
                 totals[k] = totals.get(k, 0) + int(v)
         summary.update(
             {
-                "settings": apply_settings,
+                "settings": manifest["settings"],
                 "timings": timings,
                 "counts": totals,
                 "units_dropped": len(plan["dropped"]),
@@ -302,7 +313,8 @@ def format_job_summary(summary: dict[str, Any]) -> str:
         c = summary["counts"]
         lines.append(
             f"  kept {c.get('kept', 0):,} documents ({c.get('modified', 0):,} shortened), dropped "
-            f"{c.get('dropped', 0):,}; {c.get('sentences_dropped', 0):,} sentences dropped "
+            f"{c.get('dropped', 0):,}, skipped {c.get('skipped', 0):,} as bad records; "
+            f"{c.get('sentences_dropped', 0):,} sentences dropped "
             f"({summary['units_dropped']:,} units, {summary['rounds']} rounds)"
         )
         before, after = summary["attributes_over_cap_before"], summary["attributes_over_cap_after"]
@@ -316,6 +328,7 @@ def format_job_summary(summary: dict[str, Any]) -> str:
             f"  annotations: {summary['output_dir']}/attributes (filter with {option('from_annotations')} "
             f"{summary['output_dir']})"
         )
+    lines += not_read_lines(summary.get("not_read", []))
     for p in summary.get("report", []):
         lines.append(f"  report: {p}")
     for p in summary.get("problems", []):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.core.schema import sentence_regard
-from fairstream.core.stats import StreamStats
+from fairstream.core.stats import StreamStats, count_unread_records
 from fairstream.errors import FairStreamError
 from fairstream.io import write_json
 from fairstream.jobs.apply_pass import attribute_lines, dropped_units, kept_sentences
@@ -72,7 +72,7 @@ def count_shard(task: Mapping[str, Any], report: Report | None = None) -> dict[s
         }
         for hook in hooks:
             hook(text, annotation)
-    stats.skipped.update(s.reason for s in reader.skipped)
+    count_unread_records(stats, reader.skipped)
     result = {
         "shard": name,
         "bytes": reader.size,

@@ -8,12 +8,13 @@ interval. Each worker process loads the model once (``worker_step``) with the th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fairstream.core.config import FilterConfig
 from fairstream.core.schema import REGARD_LABELS, sentence_regard
+from fairstream.core.stats import UNREADABLE_SHARD
 from fairstream.core.step import FilterStep
 
 ATTRIBUTES_DIR = "attributes"
@@ -21,22 +22,6 @@ DATA_DIR = "data"
 PARTS_DIR = "_parts"
 ATTRIBUTES_SUFFIX = ".fairstream.jsonl.gz"
 STATE_SUFFIX = ".fairstream.state.json"
-
-#: Settings that change what pass 1 writes (the cap's settings only matter from pass 2 on).
-ANNOTATION_SETTINGS = (
-    "model",
-    "taxonomy",
-    "splitter",
-    "min_tokens",
-    "max_tokens",
-    "max_doc_chars",
-    "text_field",
-    "id_field",
-    "on_error",
-    "device",
-)
-#: Settings of pass 2's decision.
-DECISION_SETTINGS = ("cap", "caps", "seed", "granularity")
 
 Report = Callable[[int, int], None]  # (documents, input bytes) done since the last call
 
@@ -55,6 +40,21 @@ def worker_step(config: FilterConfig, threads: int | None) -> FilterStep:
             model = load_model_for(config)
         _STEPS[key] = FilterStep(config.replace(cap=1.0, caps={}), model=model)
     return _STEPS[key]
+
+
+def count_bad_records(skipped: Sequence[Any], counts: dict[str, Any], already: int) -> int:
+    """Add the reader's skips from ``skipped[already:]`` to a shard's counts; returns ``len(skipped)``.
+
+    A bad record (a line that is not a usable record) counts in ``documents`` and ``skipped``
+    (records in = out + dropped + skipped); the unreadable rest of a shard is a problem, not a
+    document. Called at every checkpoint, so a resumed shard counts each bad line once: the reader
+    is quiet about the lines before the checkpoint's record and reports those after it.
+    """
+    for message in skipped[already:]:
+        if getattr(message, "reason", "bad-record") != UNREADABLE_SHARD:
+            counts["documents"] = counts.get("documents", 0) + 1
+            counts["skipped"] = counts.get("skipped", 0) + 1
+    return len(skipped)
 
 
 def task_config(task: Mapping[str, Any]) -> FilterConfig:
