@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from fairstream.cli import main
-from fairstream.jobs.run_folder import LOCK_FILE, MANIFEST_FILE, FolderLock
 from tests.test_jobs import corpus_docs
 
 REPO = Path(__file__).resolve().parents[1]
+LOCK_FILE = ".fairstream.lock"  # fairstream.jobs.run_folder.LOCK_FILE, spelled out: the tests name the contract
 PER_SHARD = 8
 QUIET = ["--no-report", "--no-progress"]
 STRICT = ["--cap", "0.01", "--warmup", "0"]  # the cap drops from the first sentence: outputs differ by cap
@@ -177,7 +177,7 @@ def test_a_second_run_on_a_folder_in_use_is_refused_and_touches_nothing(
     lock = out / LOCK_FILE
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and first.poll() is None:
-        if lock.is_file() and lock.read_text().strip():
+        if (lock.is_file() and lock.read_text().strip()) or (out / "data").is_dir():
             break
         time.sleep(0.02)
     assert first.poll() is None, "the first run ended before the second could start"
@@ -214,7 +214,7 @@ def test_a_lock_left_by_a_dead_run_is_taken_over(
 
 def test_the_lock_names_its_holder_in_python_too(tmp_path: Path) -> None:
     from fairstream.errors import OutputError
-    from fairstream.jobs.run_folder import RunFolder
+    from fairstream.jobs.run_folder import MANIFEST_FILE, FolderLock, RunFolder
 
     held = FolderLock(tmp_path)
     held.acquire()
