@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import signal
 import sys
 import time
@@ -652,6 +653,10 @@ def _main(parser: argparse.ArgumentParser, argv: list[str], debug: bool) -> int:
                 pkg_logger.addHandler(handler)
                 pkg_logger.setLevel(logging.INFO)
             return int(args.func(args))
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): the work itself is done
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (FairStreamError, OSError) as exc:
         if debug:
             raise

@@ -269,3 +269,24 @@ def test_every_commands_defaults_pass_the_option_checks():
     for name, sub in subparsers.choices.items():
         defaults = {a.dest: a.default for a in sub._actions if a.dest != "help"}
         check_options(argparse.Namespace(**defaults, _subparser=sub, command=name))
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    """``fairstream ... | head -1``: the pipe closes under the printing; no traceback, no error line."""
+    import fcntl
+    import os
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: a pipe smaller than what the command prints
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fairstream", "taxonomy", "--json"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as out:
+        assert out.read(1) == b"{"
+    # closed as head closes it after its line
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    assert proc.wait(timeout=60) == 141 and "Traceback" not in err and "error" not in err, err
