@@ -17,12 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.errors import ShardError
-from fairstream.io import OnError, atomic_write, check_on_error, read_documents, write_jsonl
+from fairstream.io import (
+    SHARD_SUFFIXES,
+    OnError,
+    atomic_write,
+    check_on_error,
+    is_parquet_name,
+    is_shard_name,
+    read_documents,
+    write_jsonl,
+)
 
 logger = logging.getLogger(__name__)
 
 BUILDERS_VERSION = "builders-v1"
-OUTPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
 PROVENANCE_KEY = "provenance"
 
 
@@ -41,8 +49,8 @@ def read_records(
     """
     check_on_error(on_error)
     path = Path(path)
-    if not path.name.endswith((".jsonl", ".jsonl.gz", ".json.gz", ".parquet")):
-        raise ShardError(f"{path}: unsupported input format; use .jsonl, .jsonl.gz or .parquet")
+    if not is_shard_name(path.name):
+        raise ShardError(f"{path}: unsupported input format; use one of {', '.join(SHARD_SUFFIXES)}")
     for i, rec in enumerate(read_documents(path, on_error=on_error, skipped=skipped), start=1):
         value = rec.get(text_field)
         if not isinstance(value, str):
@@ -96,7 +104,7 @@ def with_provenance(
 def write_records(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
     """Write records as ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` (atomically); returns the count."""
     path = Path(path)
-    if path.name.endswith(".parquet"):
+    if is_parquet_name(path):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -110,6 +118,6 @@ def write_records(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
         with atomic_write(path, "wb") as f:
             pq.write_table(table, f)
         return len(rows)
-    if not path.name.endswith((".jsonl", ".jsonl.gz")):
-        raise ShardError(f"{path}: unsupported output format; use one of {', '.join(OUTPUT_SUFFIXES)}")
+    if not is_shard_name(path.name):
+        raise ShardError(f"{path}: unsupported output format; use one of {', '.join(SHARD_SUFFIXES)}")
     return write_jsonl(path, ({k: v for k, v in r.items() if k != "_index"} for r in records))
