@@ -32,7 +32,7 @@ from fairstream.core.config import FilterConfig
 from fairstream.core.stats import StreamStats, count_unread_records
 from fairstream.core.step import FilterStep, output_document
 from fairstream.errors import OutputError
-from fairstream.io import atomic_write, find_shards, write_documents, write_json
+from fairstream.io import atomic_write, write_documents, write_json
 from fairstream.jobs.reader import PARQUET_BATCH_ROWS, Record, ShardReader
 from fairstream.jobs.run_folder import RESUME_HINT, RunFolder, new_manifest
 from fairstream.models.card import model_quality
@@ -107,11 +107,7 @@ class FilterJob:
         self.config = config.replace(**settings) if settings else config
         self.output_dir = Path(output_dir)
         self.folder = RunFolder(self.output_dir, overwrite=overwrite, force_restart=force_restart)
-        self.folder.check_placement(inputs)
-        listing = find_shards(inputs, exclude=[self.output_dir])
-        self.shards = listing.shards
-        self.names = [str(p) for p in listing.names]
-        self.not_read = listing.skipped
+        self.shards, self.names, self.not_read = self.folder.find_inputs(inputs)
         c = self.config
         self.cap, self.warmup, self.granularity, self.seed = c.cap, c.warmup, c.granularity, c.seed
         self.taxonomy = Taxonomy.load(c.taxonomy)

@@ -34,7 +34,7 @@ from typing import Any
 from fairstream.core.cap import check_caps_keys
 from fairstream.core.config import FilterConfig
 from fairstream.errors import FairStreamError, OutputError, option
-from fairstream.io import atomic_write, find_shards, write_json
+from fairstream.io import atomic_write, write_json
 from fairstream.jobs.annotate_pass import annotate_shard
 from fairstream.jobs.apply_pass import apply_shard, done_path
 from fairstream.jobs.decide_pass import PLAN_FILE, decide, write_plan
@@ -101,11 +101,7 @@ class GlobalCapJob:
             raise FairStreamError(f"{option('checkpoint_every', checkpoint_every)}: must be >= 1")
         self.output_dir = Path(output_dir)
         self.folder = RunFolder(self.output_dir, overwrite=overwrite, force_restart=force_restart)
-        self.folder.check_placement(inputs)
-        listing = find_shards(inputs, exclude=[self.output_dir])
-        self.shards = listing.shards
-        self.names = [str(p) for p in listing.names]
-        self.not_read = listing.skipped
+        self.shards, self.names, self.not_read = self.folder.find_inputs(inputs)
         check_caps_keys(self.config.caps, Taxonomy.load(self.config.taxonomy))
         self.annotations = Path(from_annotations) if from_annotations is not None else self.output_dir
         self.engine_name, self.workers, self.ray_address = engine, workers, ray_address

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.errors import FairStreamError, OutputError, option
-from fairstream.io import RUN_MARKER_FILES, remove_temp_files, write_json
+from fairstream.io import RUN_MARKER_FILES, find_shards, remove_temp_files, write_json
 
 try:
     import fcntl
@@ -276,6 +276,16 @@ class RunFolder:
         if not self.path.is_dir() or self.holds_run():
             return []
         return sorted(p.name for p in self.path.iterdir() if p.name != LOCK_FILE)
+
+    def find_inputs(self, inputs: Sequence[str | Path]) -> tuple[list[Path], list[str], list[str]]:
+        """The shards of ``inputs``, their output names and what was not read (``find_shards``).
+
+        This folder is never among them. Checked first (``check_placement``): an output folder that
+        holds an input, or is a file, or is someone else's, is refused before anything is read.
+        """
+        self.check_placement(inputs)
+        listing = find_shards(inputs, exclude=[self.path])
+        return listing.shards, [str(p) for p in listing.names], listing.skipped
 
     def check_placement(self, inputs: Sequence[str | Path]) -> None:
         """Refuse, before any work, an output folder that is a file, holds an input, or is someone else's."""
