@@ -2,23 +2,26 @@
 
 The snippets read ``shards/*.jsonl`` from the working folder: here the first 120 documents of the
 sample corpus; the model is the shipped one (batch-invariant, so the adapters' different batch
-sizes give the same decisions).
+sizes give the same decisions). HF ``datasets`` caches under the test's own folder, not the user's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
 from itertools import islice
 from pathlib import Path
 
+import datasets.config
 import pytest
 
 from fairstream.cli import build_parser, main, sample_corpus_path
 from fairstream.core import FilterConfig, FilterStep
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 N_DOCS = 120
 
 
@@ -28,18 +31,36 @@ def snippets() -> dict[str, tuple[str, str]]:
     return {name: (lang, code) for name, lang, code in pattern.findall(README.read_text(encoding="utf-8"))}
 
 
-@pytest.fixture(scope="module")
-def docs() -> list[dict]:
+def sample_docs() -> list[dict]:
+    """The first ``N_DOCS`` documents of the sample corpus."""
     with sample_corpus_path().open(encoding="utf-8") as f:
         return [json.loads(line) for line in islice(f, N_DOCS)]
 
 
+def make_workdir(path: Path, docs: list[dict], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make ``path`` the working folder: ``shards/sample.jsonl``, and an HF ``datasets`` cache of its own (``hf-cache/``)."""
+    (path / "shards").mkdir()
+    (path / "shards" / "sample.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    monkeypatch.chdir(path)
+    # datasets reads the variable once, at import (already done): load_dataset reads the config's value
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(path / "hf-cache"))  # for processes started here
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", path / "hf-cache")
+    # fsspec keeps datatrove's folders by their relative name, resolved in the folder of the first use
+    with contextlib.suppress(ImportError):
+        from datatrove.io import DataFolder
+
+        DataFolder.clear_instance_cache()
+    return path
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict]:
+    return sample_docs()
+
+
 @pytest.fixture
 def workdir(docs, tmp_path: Path, monkeypatch) -> Path:
-    (tmp_path / "shards").mkdir()
-    (tmp_path / "shards" / "sample.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return make_workdir(tmp_path, docs, monkeypatch)
 
 
 def core_kept(config: FilterConfig, docs: list[dict]) -> list[str]:
@@ -72,3 +93,17 @@ def test_cli_snippet_keeps_the_core_steps_text(docs, workdir, capsys):
     config = FilterConfig.from_namespace(build_parser().parse_args(argv[1:]))
     assert config.caps == {"religion": 0.02} and config.lookahead == 128
     assert kept == core_kept(config, docs)
+
+
+def test_install_table_has_the_measured_sizes():
+    """Each row of the README's install table gives the size benchmarks/install_sizes.py measured."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### Ways in") :]
+    section = section[: section.index("\n### ", 1)]
+    table = {}
+    for command, mb in re.findall(r"^\| (`pip install [^|]*) \|[^|]*\| ([\d,]+) \|$", section, re.M):
+        variant = re.search(r"fairstream(\[\w+\])?", command)
+        assert variant is not None
+        table[variant.group(0) + (" (CUDA)" if "CUDA" in command else "")] = int(mb.replace(",", ""))
+    measured = json.loads((ROOT / "benchmarks" / "results" / "install_sizes.json").read_text())["variants"]
+    assert table == {variant: row["mb"] for variant, row in measured.items()}

@@ -10,10 +10,25 @@ were skipped as invalid (``on_error="skip"``); with ``"document"`` the text is u
 ``fairstream_keep`` says whether to keep the document. The cap controller lives in the mapper, so
 batches must be passed in stream order; with ``num_proc > 1`` each process caps its own part.
 A source that shards itself (an HF ``IterableDataset``) is mapped as it comes: nothing here splits it.
+
+A mapper is never served another mapper's result from ``datasets``' cache: each instance carries a
+random token of its own,
+which ``datasets`` hashes with the rest of the mapper into the fingerprint that names the ``map``'s
+cache file. Without it a fresh mapper with the same settings hashes the same in every process, so a
+second run of the same script over the same files would load the first run's result from the cache,
+the mapper would never run and ``stats()`` would count nothing while the rows had been filtered.
+The price is a new cache file per ``map`` call (``keep_in_memory=True`` writes none). A mapper is
+one stream: a second ``map`` with the same instance (even over the same dataset) runs again and
+continues it, with row positions, cap tallies and counts carried on, so ``stats()`` then covers
+both calls; take a new mapper to start over. ``stats()`` has every counter, at 0 before any row.
+With ``num_proc > 1`` the rows are mapped by copies of the mapper in the worker processes, whose
+counts do not come back: the caller's ``stats()`` stays at 0, and as the caller's mapper does not
+change, a second ``map`` of it over the same dataset loads the first one's (equal) result from the cache.
 """
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +39,21 @@ from fairstream.taxonomy import Taxonomy
 
 KEEP_COLUMN = "fairstream_keep"
 ANNOTATION_COLUMN = "fairstream"
+# every counter of ``FilterStep.stats()``: a step counts a key only once it is seen (``Counter``)
+COUNTERS = (
+    "docs_in",
+    "docs_empty",
+    "docs_with_keyword",
+    "docs_out",
+    "docs_dropped",
+    "docs_modified",
+    "sentences_candidate",
+    "sentences_out_of_length",
+    "sentences_dropped",
+    "model_calls",
+    "mentions_predicted",
+    "cache_hits",
+)
 
 
 class FairStreamMapper:
@@ -50,6 +80,8 @@ class FairStreamMapper:
         self.text_field = self.step.config.text_field
         self.annotate = annotate
         self._next_index = 0  # stream position of the next row: names rows in errors and annotations
+        # hashed by datasets with the rest of the mapper: no two mappers share a cache fingerprint
+        self._instance_token = secrets.token_hex(16)
 
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         """Filter one batch of rows; returns the updated text column, the keep column and annotations."""
@@ -71,8 +103,10 @@ class FairStreamMapper:
         return out
 
     def stats(self) -> dict[str, Any]:
-        """Mergeable counts of everything mapped so far."""
-        return self.step.stats()
+        """Mergeable counts of everything this mapper mapped so far, every counter present (0 before any row)."""
+        out = self.step.stats()
+        out["counters"] = dict(sorted({**dict.fromkeys(COUNTERS, 0), **out["counters"]}.items()))
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         """The step's state and the row position, as plain JSON."""
