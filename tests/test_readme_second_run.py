@@ -19,9 +19,10 @@ import pytest
 from datasets import Dataset, load_dataset
 from datasets.fingerprint import Hasher
 
-from fairstream.adapters.hf import COUNTERS, fairstream_map_fn
+from fairstream.adapters.hf import fairstream_map_fn
 from fairstream.cli import main
 from fairstream.core import FilterConfig, FilterStep
+from fairstream.core.stats import COUNTERS
 from tests.test_readme_adapters import make_workdir, sample_docs, snippets
 
 

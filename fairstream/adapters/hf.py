@@ -39,7 +39,6 @@ from fairstream.taxonomy import Taxonomy
 
 KEEP_COLUMN = "fairstream_keep"
 ANNOTATION_COLUMN = "fairstream"
-# every counter of ``FilterStep.stats()``: a step counts a key only once it is seen (``Counter``)
 COUNTERS = (
     "docs_in",
     "docs_empty",
@@ -104,9 +103,7 @@ class FairStreamMapper:
 
     def stats(self) -> dict[str, Any]:
         """Mergeable counts of everything this mapper mapped so far, every counter present (0 before any row)."""
-        out = self.step.stats()
-        out["counters"] = dict(sorted({**dict.fromkeys(COUNTERS, 0), **out["counters"]}.items()))
-        return out
+        return self.step.stats()
 
     def state_dict(self) -> dict[str, Any]:
         """The step's state and the row position, as plain JSON."""

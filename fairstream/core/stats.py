@@ -10,6 +10,22 @@ from typing import Any
 
 from fairstream.core.schema import REGARD_LABELS as REGARDS
 
+#: Every counter of a filter step (``StreamStats.to_dict`` shows each one, 0 until it is counted).
+COUNTERS = (
+    "docs_in",
+    "docs_empty",
+    "docs_with_keyword",
+    "docs_out",
+    "docs_dropped",
+    "docs_modified",
+    "sentences_candidate",
+    "sentences_out_of_length",
+    "sentences_dropped",
+    "model_calls",
+    "mentions_predicted",
+    "cache_hits",
+)
+
 
 def _zero_attr() -> dict[str, Any]:
     return {
@@ -51,7 +67,7 @@ class StreamStats:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data."""
         return {
-            "counters": dict(sorted(self.counters.items())),
+            "counters": dict(sorted({**dict.fromkeys(COUNTERS, 0), **self.counters}.items())),
             "skipped": dict(sorted(self.skipped.items())),
             "attributes": json.loads(json.dumps(dict(sorted(self.attributes.items())))),
         }
