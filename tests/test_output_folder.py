@@ -23,7 +23,8 @@ from fairstream.cli import main
 from tests.test_jobs import corpus_docs
 
 REPO = Path(__file__).resolve().parents[1]
-LOCK_FILE = ".fairstream.lock"  # fairstream.jobs.run_folder.LOCK_FILE, spelled out: the tests name the contract
+# fairstream.jobs.run_folder.LOCK_FILE, spelled out: the tests name the contract
+LOCK_FILE = ".fairstream.lock"
 PER_SHARD = 8
 QUIET = ["--no-report", "--no-progress"]
 STRICT = ["--cap", "0.01", "--warmup", "0"]  # the cap drops from the first sentence: outputs differ by cap
