@@ -135,10 +135,23 @@ def cap_text(run: Mapping[str, Any]) -> str:
 
 
 def model_text(run: Mapping[str, Any]) -> str:
-    """The model's name and measured quality in words."""
+    """The model's name and measured quality in words: a range over unseen sets where the card has one."""
     q = run.get("model_quality")
     if not q:
         return f"{run.get('model', '?')} (no measured quality: its folder has no model card)"
+    if q.get("sets"):
+        names = {
+            "regard_macro_f1": "regard macro-F1",
+            "negative_f1": "negative-regard F1",
+            "wsd_kappa": "WSD kappa",
+        }
+        ranges = [f"{names[m]} {r[0]:.2f}-{r[1]:.2f}" for m, r in q["range"].items() if r]
+        sizes = [s["pairs"] for s in q["sets"]]
+        return (
+            f"{run.get('model', '?')}, on {len(sizes)} unseen labelled sets of {min(sizes):,}-{max(sizes):,} "
+            f"pairs: {', '.join(ranges)} (the lowest regard macro-F1 on {q['sets'][0]['set']}); "
+            f"every set in its card, {q.get('card', 'MODEL_CARD.md')}"
+        )
     parts = [f"regard macro-F1 {q['regard_macro_f1']:.2f}" if q.get("regard_macro_f1") is not None else ""]
     if q.get("negative_f1") is not None:
         parts.append(f"negative-regard F1 {q['negative_f1']:.2f}")
@@ -146,7 +159,11 @@ def model_text(run: Mapping[str, Any]) -> str:
         parts.append(f"WSD kappa {q['wsd_kappa']:.2f}")
     # a card without held-out dev runs quotes real text no model trained on (model_quality's fallback)
     basis = "unseen real text" if "unseen" in str(q.get("source", "")).lower() else "held-out"
-    return f"{run.get('model', '?')} ({basis}: " + ", ".join(p for p in parts if p) + ")"
+    return (
+        f"{run.get('model', '?')} (its card gives one {basis} figure, no range over unseen sets: "
+        + ", ".join(p for p in parts if p)
+        + ")"
+    )
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:

@@ -73,7 +73,28 @@ def test_model_line_names_what_its_quality_was_measured_on():
 
     q = {"wsd_kappa": 0.8, "regard_macro_f1": 0.73, "negative_f1": 0.64}
     dev = model_text({"model": "m", "model_quality": {**q, "source": "MODEL_CARD.md: Cross-validated: ..."}})
-    assert dev == "m (held-out: regard macro-F1 0.73, negative-regard F1 0.64, WSD kappa 0.80)"
+    assert dev == (
+        "m (its card gives one held-out figure, no range over unseen sets: regard macro-F1 0.73, "
+        "negative-regard F1 0.64, WSD kappa 0.80)"
+    )
     unseen = model_text({"model": "m", "model_quality": {**q, "source": "MODEL_CARD.md: Unseen real text"}})
-    assert unseen.startswith("m (unseen real text: regard macro-F1 0.73")
+    assert unseen.startswith("m (its card gives one unseen real text figure, no range over unseen sets: ")
     assert "no measured quality" in model_text({"model": "m", "model_quality": None})
+
+
+def test_the_shipped_models_quality_is_the_range_over_every_unseen_set_weakest_included():
+    from fairstream.models.card import model_quality
+    from fairstream.models.names import default_model_dir
+    from fairstream.summary import model_text
+
+    q = model_quality(default_model_dir())
+    assert q is not None and len(q["sets"]) >= 5
+    for metric in ("regard_macro_f1", "negative_f1", "wsd_kappa"):
+        values = [s[metric] for s in q["sets"]]
+        assert q["range"][metric] == [min(values), max(values)] and q[metric] == min(values)
+    weakest = q["sets"][0]
+    assert weakest["regard_macro_f1"] == min(s["regard_macro_f1"] for s in q["sets"])
+    text = model_text({"model": "fairstream-joint-v6-cascade", "model_quality": q})
+    low, high = q["range"]["regard_macro_f1"]
+    assert f"regard macro-F1 {low:.2f}-{high:.2f}" in text and weakest["set"] in text
+    assert f"{len(q['sets'])} unseen labelled sets" in text and q["card"] in text

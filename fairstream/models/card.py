@@ -40,8 +40,46 @@ def _quality(headers: list[str], row: list[str], source: str) -> dict[str, Any]:
     }
 
 
+UNSEEN_SETS = "Every unseen labelled set"
+METRICS = ("regard_macro_f1", "negative_f1", "wsd_kappa")
+_HEADERS = ("regard macro-F1", "negative F1", "WSD kappa")  # the card's column of each metric
+
+
+def unseen_sets(model_dir: str | Path) -> list[dict[str, Any]]:
+    """The rows of the card's "Every unseen labelled set" table, weakest first by regard macro-F1.
+
+    Each row: ``{"set", "pairs", "regard_macro_f1", "negative_f1", "wsd_kappa", "measured"}``;
+    empty when the card has no such table.
+    """
+    path = Path(model_dir) / CARD
+    if not path.is_file():
+        return []
+    rows: list[dict[str, Any]] = []
+    inside, headers = False, list[str]()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            inside, headers = line.lstrip("#").strip() == UNSEEN_SETS, []
+        elif inside and line.startswith("|") and not headers:
+            headers = _cells(line)
+        elif inside and line.startswith("|") and not set(line) <= set("|-: "):
+            col = dict(zip(headers, _cells(line), strict=False))
+            rows.append(
+                {
+                    "set": col.get("set", ""),
+                    "pairs": int(_number(col.get("pairs", "")) or 0),
+                    **{m: _number(col.get(header, "")) for m, header in zip(METRICS, _HEADERS, strict=True)},
+                    "measured": col.get("measured", ""),
+                }
+            )
+    return sorted(rows, key=lambda r: (r["regard_macro_f1"] is None, r["regard_macro_f1"] or 0.0))
+
+
 def model_quality(model_dir: str | Path) -> dict[str, Any] | None:
     """The model's honest quality estimate, read from its card.
+
+    Where the card has an "Every unseen labelled set" table, quality is the range over its rows:
+    ``{"sets": [...], "range": {metric: [lowest, highest]}, metric: lowest, ..., "source", "card"}`` (each
+    single value is the weakest set's, never a flattering mean). Otherwise, as below.
 
     The first "mean" row of a quality table (held-out or cross-validated dev runs); for a recipe
     without one, the "this model" row of the unseen-text table (real text no model trained on).
@@ -53,6 +91,19 @@ def model_quality(model_dir: str | Path) -> dict[str, Any] | None:
     path = Path(model_dir) / CARD
     if not path.is_file():
         return None
+    sets = unseen_sets(model_dir)
+    if sets:
+        ranges = {}
+        for m in METRICS:
+            values = [r[m] for r in sets if r[m] is not None]
+            ranges[m] = [min(values), max(values)] if values else None
+        return {
+            **{m: (r[0] if r else None) for m, r in ranges.items()},
+            "range": ranges,
+            "sets": sets,
+            "source": f"{path.name}: {UNSEEN_SETS}",
+            "card": str(path),
+        }
     section, headers = "", list[str]()
     unseen: dict[str, Any] | None = None
     for line in path.read_text(encoding="utf-8").splitlines():
