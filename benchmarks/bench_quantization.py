@@ -1,9 +1,10 @@
 """int8 activation schemes side by side: batch invariance, agreement with fp32 activations, speed.
 
-    python benchmarks/bench_quantization.py [--base-rev 03768b6] [--rounds 5] [--real-pool runs/round6/unseen.jsonl]
+    python benchmarks/bench_quantization.py [--base-rev 03768b6] [--model-rev 00e01e8] [--rounds 5] [--real-pool ...]
 
 Three graphs of the same trained weights (joint-v2): the per-tensor dynamic int8 graph shipped
-before batch-invariant inference (read from git at ``--base-rev``), the shipped per-row graph, and
+before batch-invariant inference (read from git at ``--base-rev``), the per-row graph that shipped
+until joint-v2 was retired from the package (read from git at ``--model-rev``), and
 the fp32-activation reference (same int8 weights dequantized, see
 ``export.quantize.fp32_activation_reference``). The fp32 training checkpoint of joint-v2 is not in
 the repository, so this isolates activation rounding: the weight rounding is common to all three.
@@ -100,6 +101,11 @@ def compare(p: np.ndarray, ref: np.ndarray) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base-rev", default="03768b6", help="commit whose model is the per-tensor baseline")
+    ap.add_argument(
+        "--model-rev",
+        default="00e01e8",
+        help="a commit that still ships joint-v2's per-row graph (the last one)",
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--unseen", type=int, default=1500, help="unseen mentions to compare on")
     ap.add_argument(
@@ -111,7 +117,7 @@ def main() -> None:
     ap.add_argument("--real-n", type=int, default=3000, help="mentions drawn (seeded) from --real-pool")
     args = ap.parse_args()
     tax = Taxonomy.default()
-    tok = Tokenizer.from_file(str(default_model_dir("joint-v2") / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(default_model_dir("joint-v6") / "tokenizer.json"))  # joint-v2's too
     tok.no_padding()
     tok.no_truncation()
     sets = {
@@ -128,17 +134,18 @@ def main() -> None:
         random.Random(0).shuffle(real)
         sets["unseen real text (Reddit, Wikipedia, web: round-6 pool)"] = real[: args.real_n]
     with tempfile.TemporaryDirectory() as tmp:
-        per_tensor = Path(tmp) / "per_tensor.onnx"
-        per_tensor.write_bytes(
-            subprocess.run(
-                ["git", "show", f"{args.base_rev}:{MODEL}"], capture_output=True, check=True, cwd=ROOT
-            ).stdout
-        )
+        per_tensor, per_row = Path(tmp) / "per_tensor.onnx", Path(tmp) / "per_row.onnx"
+        for path, rev in ((per_tensor, args.base_rev), (per_row, args.model_rev)):
+            path.write_bytes(
+                subprocess.run(
+                    ["git", "show", f"{rev}:{MODEL}"], capture_output=True, check=True, cwd=ROOT
+                ).stdout
+            )
         reference = Path(tmp) / "reference.onnx"
         onnx.save(fp32_activation_reference(onnx.load(str(per_tensor))), str(reference))
         graphs = {
             f"per-tensor int8 ({args.base_rev})": per_tensor,
-            "per-row int8 (shipped)": ROOT / MODEL,
+            f"per-row int8 ({args.model_rev})": per_row,
             "fp32 activations (reference)": reference,
         }
         sessions = {name: session(path) for name, path in graphs.items()}

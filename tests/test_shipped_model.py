@@ -18,21 +18,9 @@ def test_shipped_files_are_small_and_complete():
     names = {
         json.loads((default_model_dir(n) / "config.json").read_text())["name"] for n in shipped_model_names()
     }
-    # the default (joint-v6-cascade: joint-v7-fast decides what it is sure of, joint-v6 the rest),
-    # joint-v6 alone (the previous default: better on news and Wikipedia text than joint-v5),
-    # model="joint-v5", the one before and its 3-layer student (model="joint-v4", model="joint-v4-fast"),
-    # the 3-layer model for speed (model="joint-v7-fast"), and two earlier defaults kept for reproducing
-    # earlier runs
-    assert names == {
-        "fairstream-joint-v6-cascade",
-        "fairstream-joint-v7-fast",
-        "fairstream-joint-v6",
-        "fairstream-joint-v5",
-        "fairstream-joint-v4",
-        "fairstream-joint-v4-fast",
-        "fairstream-joint-v3",
-        "fairstream-joint-v2.1",
-    }
+    # the default (joint-v6-cascade: joint-v7-fast decides what it is sure of, joint-v6 the rest) and
+    # its two members, each usable alone; the earlier models left the package in 0.2.0
+    assert names == {"fairstream-joint-v6-cascade", "fairstream-joint-v7-fast", "fairstream-joint-v6"}
     assert (
         json.loads((default_model_dir() / "config.json").read_text())["name"] == "fairstream-joint-v6-cascade"
     )
@@ -59,12 +47,18 @@ def layers(name: str) -> int:
     return (matmuls - 2) // 6  # Q, K, V, attention output, two feed-forward per layer; two heads
 
 
-def test_the_fast_model_is_joint_v4s_recipe_on_fewer_layers():
-    cfg = json.loads((default_model_dir("joint-v4-fast") / "config.json").read_text())
-    full = json.loads((default_model_dir("joint-v4") / "config.json").read_text())
-    assert cfg["training"]["encoder_layers"] == 3 and "encoder_layers" not in full["training"]
-    assert {k: v for k, v in cfg["training"].items() if k != "encoder_layers"} == full["training"]
-    assert layers("joint-v4-fast") * 2 == layers("joint-v4")
+def test_a_retired_model_name_is_one_line_naming_the_release_that_dropped_it(tmp_path, capsys):
+    from fairstream.cli import main
+    from fairstream.errors import ModelError
+
+    shard = tmp_path / "x.jsonl"
+    shard.write_text('{"text": "The Muslim man helped his neighbours carry their bags home."}\n')
+    assert main(["filter", str(shard), "--model", "joint-v5", "-o", str(tmp_path / "o")]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("fairstream:")]
+    assert len(err) == 1 and "'joint-v5' was retired from the package in fairstream 0.2.0" in err[0]
+    assert "joint-v6-cascade (default)" in err[0]
+    with pytest.raises(ModelError, match=r"'joint-v4-fast' was retired"):
+        JointModel("joint-v4-fast")
 
 
 def test_joint_v7_fast_is_joint_v6s_recipe_on_fewer_layers_with_round_16_and_teacher_r16():

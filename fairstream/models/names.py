@@ -9,6 +9,14 @@ from importlib import resources
 from pathlib import Path
 
 DEFAULT_MODEL = "joint-v6-cascade"
+#: Models the package no longer ships, and the release that dropped them (git history keeps them).
+RETIRED_MODELS = {
+    "joint-v2": "0.2.0",
+    "joint-v3": "0.2.0",
+    "joint-v4": "0.2.0",
+    "joint-v4-fast": "0.2.0",
+    "joint-v5": "0.2.0",
+}
 
 
 def default_model_dir(name: str = DEFAULT_MODEL) -> Path:
@@ -31,7 +39,8 @@ def shipped_models_text() -> str:
 def resolve_model_dir(model: str | Path | None) -> Path:
     """A model folder from ``None`` (the default), a folder path, or the name of a shipped model.
 
-    A folder that exists wins over a shipped name, so ``./joint-v2`` on disk is never shadowed.
+    A folder that exists wins over a shipped name, so ``./joint-v2`` on disk is never shadowed; the
+    name of a retired model (``RETIRED_MODELS``) is a ``ModelError`` naming the release that dropped it.
     """
     if model is None:
         return default_model_dir()
@@ -41,4 +50,12 @@ def resolve_model_dir(model: str | Path | None) -> Path:
         shipped = default_model_dir(path.name)
         if (shipped / "config.json").is_file():
             return shipped
+        if path.name in RETIRED_MODELS:
+            from fairstream.errors import ModelError
+
+            raise ModelError(
+                f"model {path.name!r} was retired from the package in fairstream {RETIRED_MODELS[path.name]}; "
+                "pass the folder of a copy (git history keeps it; export/README.md says how to rebuild one), "
+                f"or a shipped model: {shipped_models_text()}"
+            )
     return path
