@@ -99,7 +99,7 @@ def default_scan_workers(model: Any) -> int:
     """Keyword-stage processes for ``scan_workers=None``: the cores but one beside a GPU, else 0.
 
     A GPU model outruns one core's keyword stage, which then runs in parallel to keep it fed. On CPU
-    ``--scan-workers N`` between model calls gained 1.06x on 2 cores (session 25), but end to end the
+    ``--scan-workers N`` between model calls gained 1.06x on 2 cores (benchmarks/RESULTS.md), but end to end the
     gain was inside the run-to-run spread, for ~7 CPU seconds of pickling and forked processes: the
     CPU default stays 0.
     """

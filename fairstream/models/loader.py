@@ -142,7 +142,8 @@ def _onnxruntime_gpu(model_dir: str | Path | None, device: str, batch_size: int,
         if not {"fp16", "fp32"} & set(graph.config["onnx"]):
             raise ModelError(
                 f"{graph.model_dir}: no fp16/fp32 ONNX graph for the CUDA provider (int8 runs on CPU only); "
-                "export one with `python -m export.export_onnx --fp16` or use the torch backend"
+                "export one with fp16 (export/export_onnx.py --fp16 in fairstream's source repository) or use the "
+                "torch backend"
             )
     # the CPU provider last: ops the GPU providers do not take fall back to it
     providers = [p for p in ("TensorrtExecutionProvider", "CUDAExecutionProvider") if p in available]

@@ -142,7 +142,7 @@ def auto_intra_op_threads(processes: int | None = None) -> int:
     """Intra-op threads per session so that threads x processes <= cores (at least 1).
 
     ONNX Runtime's default gives every process one thread per core; with two DataLoader workers on
-    two cores that ran at 0.82x of one worker, against 1.66x with one thread each (issue 15).
+    two cores that ran at 0.82x of one worker, against 1.66x with one thread each (benchmarks/RESULTS.md).
     """
     n = concurrent_processes() if processes is None else processes
     return max(1, usable_cores() // max(1, n))
@@ -310,8 +310,8 @@ class JointModel:
                 logger.warning(
                     "%s: int8 model without per-row activation quantization; its decisions depend on "
                     "which mentions share a batch (batch size, workers, shard order). Re-export it "
-                    "with `python -m export.quantize MODEL.onnx OUT.onnx` and set "
-                    '"batch_invariant": true in its config.json',
+                    "with per-row activation quantization (export/quantize.py in fairstream's source "
+                    'repository) and set "batch_invariant": true in its config.json',
                     onnx_file,
                 )
 

@@ -105,8 +105,8 @@ class Tagger:
             faster than one core's keyword stage (a GPU). ``False``: each window is scanned by all
             workers (calls of ``SCAN_WORKERS_MIN_DOCS`` documents or more; smaller ones scan in
             this process), then judged in one call: on CPU the model already uses the cores, and
-            overlapping them only slows it by what the scan saves (session 25: 2 workers on 2 cores
-            1.06x no workers this way). ``None`` (default): ``True`` when the model's ``device`` is
+            overlapping them only slows it by what the scan saves (2 workers on 2 cores ran 1.06x no
+            workers this way, benchmarks/RESULTS.md). ``None`` (default): ``True`` when the model's ``device`` is
             CUDA.
         scan_fallback_warns: whether falling back to 0 scan workers inside a daemonic process logs a
             warning (``False`` for a default the user did not ask for: it then logs at debug level).
