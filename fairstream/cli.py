@@ -111,7 +111,7 @@ ALLOWED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "min_attribute_sentences": (lambda v: _is_int(v, 0), "a whole number >= 0"),
     "min_tokens": (lambda v: _is_int(v, 0), "a whole number >= 0"),
     "max_tokens": (lambda v: _is_int(v, 1), "a whole number >= 1"),
-    "batch_size": (lambda v: _is_int(v, 1), "a whole number >= 1"),
+    "batch_size": (lambda v: v is None or _is_int(v, 1), "a whole number >= 1"),
     "limit": (lambda v: v is None or _is_int(v, 1), "a whole number >= 1"),
     "retries": (lambda v: _is_int(v, 0), "a whole number >= 0"),
     "k": (

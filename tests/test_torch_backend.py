@@ -14,6 +14,7 @@ pytest.importorskip("onnx")
 
 import torch
 
+from fairstream.core.config import FilterConfig
 from fairstream.errors import ModelError
 from fairstream.models.encoding import MentionInput
 from fairstream.models.labels import load_labelled_pairs
@@ -364,3 +365,18 @@ def test_filter_with_scan_and_tokenizer_processes_decides_as_in_one_process():
     assert pooled == plain
     assert pooled_counts == plain_counts and plain_counts["mentions_predicted"] > 32
     assert pools == [False, True]  # the second run's model did tokenize in its processes
+
+
+def test_an_explicit_batch_size_is_kept_on_a_gpu_too(monkeypatch):
+    """``--batch-size 8`` on a GPU is 8, not "sized from free memory" (8 used to be the default and so
+    read as unset). A fake ``load_model`` records what it is asked for: no GPU here."""
+    import fairstream.models.loader as loader
+
+    asked: list[dict] = []
+    real = loader.load_model
+    monkeypatch.setattr(loader, "load_model", lambda model, **kw: asked.append(kw))
+    for config in (FilterConfig(device="cuda", batch_size=8), FilterConfig(device="cuda"), FilterConfig()):
+        loader.load_model_for(config)
+    assert [(a["device"], a["batch_size"]) for a in asked] == [("cuda", 8), ("cuda", None), ("cpu", None)]
+    monkeypatch.setattr(loader, "load_model", real)
+    assert loader.load_model_for(FilterConfig()).batch_size == 8  # the real CPU model: 8 when unset

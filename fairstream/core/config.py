@@ -175,13 +175,13 @@ class FilterConfig:
             allowed="a whole number >= 0",
         ),
     )
-    batch_size: int = field(
-        default=8,
-        metadata=_opt(
-            "mentions per model forward pass, >= 1; speed only, the shipped model's decisions do not "
-            "depend on it",
-            check=_whole(1),
-            allowed="a whole number >= 1",
+    batch_size: int | None = field(
+        default=None,
+        metadata=_optional_count(
+            "mentions per model forward pass, >= 1; default: 8 on CPU (ONNX Runtime), sized from free "
+            "memory on a GPU; a value given is always used; speed only, the shipped model's decisions "
+            "do not depend on it on CPU",
+            least=1,
         ),
     )
     scan_workers: int | None = field(

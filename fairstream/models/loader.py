@@ -91,12 +91,12 @@ def load_model(
             f"{option('batch_size', batch_size)}: must be a whole number >= 1 (or None: automatic)"
         )
     if device == "cpu" and backend != "torch":
-        from fairstream.models.runtime import JointModel
+        from fairstream.models.runtime import DEFAULT_BATCH_SIZE, JointModel
 
         return JointModel(
             model_dir,
             providers=["CPUExecutionProvider"],
-            batch_size=batch_size or 8,
+            batch_size=batch_size or DEFAULT_BATCH_SIZE,
             intra_op_threads=threads,
         )
     if device != "cpu" and backend == "onnxruntime":
@@ -109,15 +109,10 @@ def load_model(
 def load_model_for(config: Any) -> Any:
     """The model a ``FilterConfig`` asks for (``model``, ``device``, ``batch_size``).
 
-    The config's default batch size (8) is tuned for ONNX Runtime on a CPU; on a GPU it means "size
-    the batch from free memory" (any other value is kept).
+    ``batch_size=None`` (the default) is 8 on a CPU and sized from free memory on a GPU; a value
+    given is used as it is, on any device.
     """
-    import dataclasses
-
-    default = next(f.default for f in dataclasses.fields(config) if f.name == "batch_size")
-    device = parse_device(config.device)
-    batch_size = None if device != "cpu" and config.batch_size == default else config.batch_size
-    return load_model(config.model, device=device, batch_size=batch_size)
+    return load_model(config.model, device=parse_device(config.device), batch_size=config.batch_size)
 
 
 def _onnxruntime_gpu(model_dir: str | Path | None, device: str, batch_size: int, threads: int | None) -> Any:

@@ -27,7 +27,7 @@ from fairstream.candidates import CandidateExtractor, CandidateSentence, Documen
 from fairstream.core.config import DEFAULT_CACHE_SIZE
 from fairstream.errors import WorkerError, option
 from fairstream.models.encoding import MentionInput
-from fairstream.models.runtime import JointModel, Prediction
+from fairstream.models.runtime import DEFAULT_BATCH_SIZE, JointModel, Prediction
 from fairstream.processes import helper_pool
 from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, SplitterName
@@ -120,7 +120,7 @@ class Tagger:
         splitter: SplitterName = "auto",
         length_filter: LengthFilter | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         scan_workers: int = 0,
         scan_overlap: bool | None = None,
         scan_fallback_warns: bool = True,
@@ -129,14 +129,14 @@ class Tagger:
             raise ValueError(f"cache_size={cache_size} must be >= 0")
         if scan_workers < 0:
             raise ValueError(f"scan_workers={scan_workers} must be >= 0 (0: scan in this process)")
-        if batch_size < 1:
-            raise ValueError(f"batch_size={batch_size} must be >= 1")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size={batch_size} must be >= 1 (None: the model's default)")
         self.extractor = CandidateExtractor(taxonomy, splitter=splitter, length_filter=length_filter)
         self.taxonomy = self.extractor.taxonomy
         self.model: MentionModel = (
             model
             if model is not None and not isinstance(model, str | Path)
-            else JointModel(model, batch_size=batch_size)
+            else JointModel(model, batch_size=batch_size or DEFAULT_BATCH_SIZE)
         )
         if cache_size and not getattr(self.model, "batch_invariant", False):
             logger.info("%s is not batch-invariant: the prediction cache is off", self.model.name)
