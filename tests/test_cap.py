@@ -126,7 +126,8 @@ def test_multi_attribute_sentence_counts_for_both():
 def test_per_class_and_per_keyword_caps():
     ctrl = CapController(0.01, caps={"religion": 0.2, "muslim": 0.05})
     assert ctrl.cap_for("muslim") == 0.05 and ctrl.cap_for("hindu") == 0.2 and ctrl.cap_for("arab") == 0.01
-    with pytest.raises(ValueError, match="caps key 'religon' is neither a keyword nor a class"):
+    unknown = r"caps: 'religon' is neither a keyword nor a class of taxonomy-v1 \(did you mean religion\?\)"
+    with pytest.raises(ValueError, match=unknown):
         CapController(0.01, caps={"religon": 0.1})
     with pytest.raises(ValueError, match=r"cap=1.5 must be a number in \[0, 1\]"):
         CapController(1.5)
