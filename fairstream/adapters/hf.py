@@ -39,20 +39,6 @@ from fairstream.taxonomy import Taxonomy
 
 KEEP_COLUMN = "fairstream_keep"
 ANNOTATION_COLUMN = "fairstream"
-COUNTERS = (
-    "docs_in",
-    "docs_empty",
-    "docs_with_keyword",
-    "docs_out",
-    "docs_dropped",
-    "docs_modified",
-    "sentences_candidate",
-    "sentences_out_of_length",
-    "sentences_dropped",
-    "model_calls",
-    "mentions_predicted",
-    "cache_hits",
-)
 
 
 class FairStreamMapper:
