@@ -23,12 +23,15 @@ import logging
 import os
 import shutil
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairstream.errors import FairStreamError, OutputError, option
 from fairstream.io import RUN_MARKER_FILES, find_shards, remove_temp_files, write_json
+
+if TYPE_CHECKING:
+    from fairstream.core.config import FilterConfig
 
 try:
     import fcntl
@@ -81,7 +84,7 @@ def input_identity(shards: Sequence[Path], names: Sequence[str | Path]) -> list[
     return out
 
 
-def tag_settings(config: Any) -> dict[str, Any]:
+def tag_settings(config: FilterConfig) -> dict[str, Any]:
     """A ``FilterConfig``'s tagging settings, the splitter, model and taxonomy named by what they are.
 
     The model by the name in its folder's ``config.json`` (``None`` and the default's own name are
@@ -108,7 +111,7 @@ def tag_settings(config: Any) -> dict[str, Any]:
 
 def new_manifest(
     scope: str,
-    config: Any,
+    config: FilterConfig,
     shards: Sequence[Path],
     names: Sequence[str | Path],
     *,
@@ -366,7 +369,7 @@ class RunFolder:
             )
         return old
 
-    def _remove(self, paths: Iterator[Path] | Any) -> None:
+    def _remove(self, paths: Iterable[Path]) -> None:
         for p in paths:
             if p.is_symlink() or p.is_file():
                 p.unlink()
