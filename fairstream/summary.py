@@ -3,7 +3,7 @@
 One source of truth: both read ``stats.json`` (the stream's counts plus the run's settings under
 ``"run"``), so the table printed after ``fairstream filter`` and the report show the same numbers.
 An attribute is *above its cap* when its kept negative share exceeds the cap; with the warm-up
-rule (``fairstream/stream/cap.py``) that happens only while fewer than ``warmup`` of its sentences
+rule (``fairstream/core/cap.py``) that happens only while fewer than ``warmup`` of its sentences
 are kept, and every such attribute is shown with that reason, never hidden.
 """
 

@@ -145,3 +145,28 @@ def test_datatrove_sends_removed_text_to_the_exclusion_writer_and_counts(shard, 
     dropped_sentences = sum(len(r["metadata"].get("fairstream_dropped", [])) for r in removed)
     assert ours["total"] == len(originals) and ours["forwarded"] == len(kept)
     assert ours["sentences_dropped"] >= dropped_sentences > 0
+
+
+@pytest.mark.parametrize(
+    ("device", "cluster_gpus", "gpus", "actor_device"),
+    [
+        ("cuda", 0, 1, "cuda"),
+        ("cuda:1", 0, 1, "cuda"),  # Ray makes the actor's one GPU its cuda:0
+        ("auto", 2, 1, "cuda"),
+        ("auto", 0, 0, "auto"),
+        ("cpu", 2, 0, "cpu"),
+    ],
+)
+def test_ray_asks_for_a_gpu_for_every_gpu_device(device, cluster_gpus, gpus, actor_device, monkeypatch):
+    """What ``filter_dataset`` asks Ray for, read from a fake dataset and cluster (no GPU here)."""
+    ray = pytest.importorskip("ray", reason="Ray is the 'ray' extra: pip install 'fairstream[ray]'")
+    from fairstream.adapters.ray import filter_dataset
+
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0, "GPU": float(cluster_gpus)})
+
+    class FakeDataset:
+        def map_batches(self, fn, **kwargs):
+            return kwargs
+
+    asked = filter_dataset(FakeDataset(), FilterConfig(device=device))
+    assert asked["num_gpus"] == gpus and asked["fn_constructor_kwargs"]["config"].device == actor_device

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairstream.stream.cap import CapController, UnitCounts, sentence_regard
+from fairstream.core.cap import CapController, UnitCounts, sentence_regard
 
 ATTRS = ["muslim", "arab", "white", "mexican"]
 

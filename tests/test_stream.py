@@ -10,9 +10,9 @@ import pytest
 from torch.utils.data import DataLoader
 
 from fairstream.cli import sample_corpus_path
+from fairstream.core.stats import StreamStats
 from fairstream.errors import InvalidDocumentError
 from fairstream.stream.dataset import FairStream, remove_spans
-from fairstream.stream.stats import StreamStats
 
 
 def sample_docs(repeat: int = 1) -> list[dict[str, Any]]:
@@ -202,7 +202,7 @@ def test_stateful_dataloader_resume(tiny_model):
         resumed.load_state_dict(state)
         assert head + [o["id"] for o in resumed] == full, workers
         # the workers' stats, summed from the loader state, count every document exactly once
-        from fairstream.stream.stats import stats_from_loader_state
+        from fairstream.core.stats import stats_from_loader_state
 
         assert stats_from_loader_state(resumed.state_dict()).counters["docs_in"] == len(docs), workers
 
@@ -366,7 +366,7 @@ def test_hf_map_and_filter(tiny_model):
     datasets = pytest.importorskip("datasets")
     docs = sample_docs()
     ds = datasets.Dataset.from_list(docs)
-    from fairstream.stream.hf import fairstream_map_fn
+    from fairstream.adapters.hf import fairstream_map_fn
 
     mapper = fairstream_map_fn(model=tiny_model, cap=0.05, warmup=20, lookahead=16)
     # batches that are multiples of the look-ahead window batch model calls exactly like the stream
@@ -381,7 +381,7 @@ def test_hf_map_and_filter(tiny_model):
 
 def test_hf_iterable_dataset_map(tiny_model):
     datasets = pytest.importorskip("datasets")
-    from fairstream.stream.hf import fairstream_map_fn
+    from fairstream.adapters.hf import fairstream_map_fn
 
     docs = sample_docs()
     ids = datasets.Dataset.from_list(docs).to_iterable_dataset(num_shards=1)

@@ -73,14 +73,33 @@ def filter_dataset(
     annotate: bool = False,
     **settings: Any,
 ) -> Any:
-    """``ds.map_batches`` with ``RayFilter``: batches of ``config.lookahead`` rows, one GPU per actor on ``cuda``."""
+    """``ds.map_batches`` with ``RayFilter``: batches of ``config.lookahead`` rows, one GPU per actor on a GPU.
+
+    A GPU is asked for when ``device`` is ``cuda`` or ``cuda:N``, or ``auto`` on a cluster with GPUs.
+    Ray hands each actor one GPU of its own (``CUDA_VISIBLE_DEVICES``), so inside the actor the model
+    runs on ``cuda``: an index means nothing there.
+    """
     config = config or FilterConfig()
     config = config.replace(**settings) if settings else config
+    gpus = gpus_per_actor(config.device)
+    if gpus:
+        config = config.replace(device="cuda")
     return ds.map_batches(
         RayFilter,
         fn_constructor_kwargs={"config": config, "annotate": annotate},
         batch_size=config.lookahead,
         batch_format="numpy",
         concurrency=concurrency,
-        num_gpus=1 if config.device == "cuda" else 0,
+        num_gpus=gpus,
     )
+
+
+def gpus_per_actor(device: str) -> int:
+    """GPUs a filter actor asks Ray for: 1 for ``cuda``/``cuda:N``, and for ``auto`` where the cluster has one."""
+    if device.startswith("cuda"):
+        return 1
+    if device == "auto":
+        import ray
+
+        return 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+    return 0

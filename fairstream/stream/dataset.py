@@ -22,9 +22,9 @@ import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from fairstream.core.config import GRANULARITIES, FilterConfig
+from fairstream.core.config import GRANULARITIES, FilterConfig, Granularity
 from fairstream.core.step import FilterStep, output_document, remove_spans
 from fairstream.errors import InvalidDocumentError, MissingDependencyError
 from fairstream.stream.tagger import MentionModel
@@ -41,7 +41,6 @@ except ImportError as exc:  # torch is the optional extra of this adapter only
 
 logger = logging.getLogger(__name__)
 
-Granularity = Literal["sentence", "document"]
 __all__ = ["GRANULARITIES", "FairStream", "Granularity", "remove_spans", "source_splits"]
 Hook = Callable[[str, dict[str, Any]], None]
 
