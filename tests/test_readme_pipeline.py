@@ -31,7 +31,13 @@ def test_readme_pipeline_resumes_without_losing_or_repeating_a_sequence(tmp_path
     assert lang == "python"
     ns: dict = {"__name__": "readme_pipeline"}
     exec(compile(code, "README.md[pipeline]", "exec"), ns)
-    assert "batches; tokens in" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "batches; tokens in" in printed
+    # a user's second run of the script in the same folder behaves like the first
+    again: dict = {"__name__": "readme_pipeline"}
+    exec(compile(code, "README.md[pipeline]", "exec"), again)
+    assert capsys.readouterr().out == printed
+    assert all(torch.equal(a, b) for a, b in zip(again["batches"], ns["batches"], strict=True))
 
     whole_loader = ns["make_loader"]()
     whole = list(whole_loader)
