@@ -107,3 +107,25 @@ def test_install_table_has_the_measured_sizes():
         table[variant.group(0) + (" (CUDA)" if "CUDA" in command else "")] = int(mb.replace(",", ""))
     measured = json.loads((ROOT / "benchmarks" / "results" / "install_sizes.json").read_text())["variants"]
     assert table == {variant: row["mb"] for variant, row in measured.items()}
+
+
+def test_the_pipeline_snippet_needs_only_what_the_torch_extra_installs():
+    """Every package the README's first example imports comes with ``pip install "fairstream[torch]"``."""
+    import ast
+    import re
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["torch"]]
+    installed_by_extra = {
+        re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0].lower().replace("_", "-") for req in wanted
+    }
+    tree = ast.parse(snippets()["pipeline"][1])
+    modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    dists = packages_distributions()
+    needed = {d.lower().replace("_", "-") for m in modules - {"fairstream"} for d in dists.get(m, [m])}
+    # tokenizers comes with the core (onnx tokenization); torchdata only with the extra
+    assert needed <= installed_by_extra, needed - installed_by_extra
+    assert "torchdata" in needed
