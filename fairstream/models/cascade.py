@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import ModelError
-from fairstream.models.decision import REGARD_OFFSETS_KEY, regard_offsets_of
+from fairstream.models.decision import REGARD_OFFSETS_KEY, regard_offsets_of, softmax
 from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput
 
 logger = logging.getLogger(__name__)
@@ -62,8 +62,6 @@ class CascadeRoute:
 
     def routed(self, wsd_logits: np.ndarray, regard_logits: np.ndarray, wsd_threshold: float) -> np.ndarray:
         """Boolean mask: the mentions that go on to the full model."""
-        from fairstream.models.runtime import softmax
-
         p_yes = softmax(wsd_logits)[:, 1]
         regard = softmax(regard_logits)
         person = p_yes >= wsd_threshold

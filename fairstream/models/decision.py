@@ -32,6 +32,13 @@ REGARD_OFFSETS_KEY = "regard_logit_offsets"
 NO_OFFSETS: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Probabilities from logits along the last axis (shifted by the row maximum: no overflow)."""
+    z = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def parse_regard_offsets(value: Any, where: str | Path) -> tuple[float, float, float]:
     """Check a ``regard_logit_offsets`` value: 3 finite numbers in ``REGARD_LABELS`` order.
 

@@ -24,7 +24,7 @@ import numpy as np
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import MissingDependencyError, ModelError
 from fairstream.models.cascade import Cascade
-from fairstream.models.decision import regard_index, regard_offsets_of
+from fairstream.models.decision import regard_index, regard_offsets_of, softmax
 from fairstream.models.encoding import MentionInput, encode_rows, pad_id_of, pad_rows
 from fairstream.models.names import (  # noqa: F401  (re-exported: runtime was their home)
     DEFAULT_MODEL,
@@ -146,13 +146,6 @@ def auto_intra_op_threads(processes: int | None = None) -> int:
     """
     n = concurrent_processes() if processes is None else processes
     return max(1, usable_cores() // max(1, n))
-
-
-def softmax(x: np.ndarray) -> np.ndarray:
-    """Probabilities from logits along the last axis (shifted by the row maximum: no overflow)."""
-    z = x - x.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 #: Mentions per forward pass on CPU when none is given: ONNX Runtime int8 is fastest about there.
