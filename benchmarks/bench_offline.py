@@ -45,12 +45,12 @@ def sample():
         time.sleep(0.2)
 threading.Thread(target=sample, daemon=True).start()
 from fairstream.core.config import FilterConfig
-from fairstream.jobs.engines import available_cores
+from fairstream.processes import usable_cores
 from fairstream.jobs.tasks import worker_step
 config = FilterConfig(cap=spec["cap"], cache_size=spec.get("cache_size", 0))
 base = None
 if spec.get("warm"):  # the model loaded and used once: the baseline the job's growth is measured from
-    worker_step(config, available_cores()).process([{"id": "w", "text": "The Muslim man was kind to his neighbours "
+    worker_step(config, usable_cores()).process([{"id": "w", "text": "The Muslim man was kind to his neighbours "
                                                      "and helped them carry their bags home after a long day."}])
     base = me.memory_info().rss
 t0 = time.perf_counter()

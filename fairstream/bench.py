@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import platform
 import shutil
 import statistics
@@ -40,6 +39,7 @@ import numpy as np
 
 from fairstream.models.encoding import MentionInput
 from fairstream.models.names import shipped_models_text
+from fairstream.processes import usable_cores
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def machine_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu": cpu,
         "cpu_features": features,
-        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cores": usable_cores(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "onnxruntime": onnxruntime.__version__,

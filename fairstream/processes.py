@@ -18,6 +18,16 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, where the OS has one).
+
+    The one count that every default sizing threads or processes reads.
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def helper_pool(
     workers: int,
     initializer: Callable[..., None],

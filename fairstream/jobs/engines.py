@@ -23,19 +23,12 @@ from typing import Any
 from fairstream.errors import FairStreamError, MissingDependencyError, option
 from fairstream.jobs.config import ENGINES
 from fairstream.jobs.tasks import Report
+from fairstream.processes import usable_cores
 
 logger = logging.getLogger(__name__)
 
 
 TaskFn = Callable[[Mapping[str, Any], Report | None], dict[str, Any]]
-
-
-def available_cores() -> int:
-    """Cores this process may use (its CPU affinity where the OS tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class LocalEngine:
@@ -44,7 +37,7 @@ class LocalEngine:
     name = "local"
 
     def __init__(self, workers: int | None = None) -> None:
-        self.cores = available_cores()
+        self.cores = usable_cores()
         self.workers = workers or self.cores
         if self.workers < 1:
             raise FairStreamError(f"{option('workers', self.workers)}: must be a whole number >= 1")
@@ -152,7 +145,7 @@ class RayEngine:
             if address:
                 kwargs["address"] = address
             else:
-                kwargs["num_cpus"] = num_cpus or available_cores()
+                kwargs["num_cpus"] = num_cpus or usable_cores()
             ray.init(**kwargs)
 
     def map(self, fn: TaskFn, tasks: Sequence[dict[str, Any]], report: Report) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ from fairstream.models.names import (  # noqa: F401  (re-exported: runtime was t
     resolve_model_dir,
     shipped_model_names,
 )
+from fairstream.processes import usable_cores
 
 logger = logging.getLogger(__name__)
 
@@ -116,13 +117,6 @@ def _env_int(name: str) -> int | None:
     if n < 1:
         raise ValueError(f"environment variable {name}={value!r} must be a whole number >= 1")
     return n
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on (its affinity mask, where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
 
 
 def concurrent_processes() -> int:

@@ -40,7 +40,7 @@ from fairstream.models.cascade import Cascade
 from fairstream.models.decision import NO_OFFSETS, regard_index
 from fairstream.models.encoding import MentionInput, encode_batch, encode_in_worker, init_encode_worker
 from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction, softmax
-from fairstream.processes import helper_pool
+from fairstream.processes import helper_pool, usable_cores
 
 logger = logging.getLogger(__name__)
 
@@ -417,8 +417,7 @@ def default_tokenize_workers(device: str) -> int:
         return int(value)
     if not device.startswith("cuda"):
         return 0
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(0, min(_MAX_TOKENIZE_WORKERS, cores - 1))
+    return max(0, min(_MAX_TOKENIZE_WORKERS, usable_cores() - 1))
 
 
 def auto_batch_size(
