@@ -6,7 +6,8 @@
 * ``decide_pass`` (pass 2): merge the states, write the drop plan.
 * ``apply_pass`` (pass 3): write the filtered shards.
 * ``engines``: a local process pool or Ray Data run the shard tasks; ``checkpoint``: resume
-  inside a shard, refuse changed settings; ``job``: ``GlobalCapJob`` ties them together.
+  inside a shard; ``run_folder``: one run per output folder, refusing changed settings or inputs;
+  ``job``: ``GlobalCapJob`` ties them together.
 
 Decisions depend only on ``(seed, document id, sentence index)`` and the merged counts, so the
 outputs are byte for byte the same for any number of processes, machines or restarts.

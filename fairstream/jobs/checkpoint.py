@@ -1,4 +1,4 @@
-"""Resume inside a shard, and refuse to resume with other settings.
+"""Resume inside a shard.
 
 A pass writes one shard's output as numbered parts of ``every`` records each (under
 ``<work>/parts/<shard>/``); after each part it saves a checkpoint (records consumed, the pass's
@@ -7,8 +7,7 @@ writes that part again, byte for byte the same, since parts start at fixed recor
 the shard is done the parts are joined into the final file (atomically) and removed. Part
 boundaries depend only on ``every``, so the joined file is the same whatever the restarts.
 
-``check_settings`` keeps a job folder's settings in ``_job.json``: a rerun with a changed setting
-is refused with a message naming it.
+Whether a rerun may resume at all (same settings, same inputs) is ``fairstream.jobs.run_folder``'s.
 """
 
 from __future__ import annotations
@@ -20,35 +19,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fairstream.errors import FairStreamError, option
 from fairstream.io import atomic_write, compressed_output, is_parquet_name, json_line, write_json
 
 logger = logging.getLogger(__name__)
 
-JOB_FILE = "_job.json"
 CHECKPOINT = "checkpoint.json"
-
-
-def check_settings(
-    folder: Path, settings: Mapping[str, Any], *, filename: str = JOB_FILE, what: str = "job"
-) -> None:
-    """Record ``settings`` in ``folder``, or refuse if the folder holds a run with other ones."""
-    path = folder / filename
-    if path.is_file():
-        old = json.loads(path.read_text(encoding="utf-8"))
-        for key in sorted(set(old) | set(settings)):
-            if old.get(key) != settings.get(key):
-                raise FairStreamError(
-                    f"{path}: this folder holds a {what} run with {_setting(key)} {old.get(key)!r}, "
-                    f"now {settings.get(key)!r}; rerun with the same settings to resume, or use a new "
-                    f"output folder ({option('output_dir')})"
-                )
-        return
-    write_json(path, dict(settings))
-
-
-def _setting(key: str) -> str:
-    return "input shards" if key == "shards" else option(key).rstrip("=")
 
 
 class ShardParts:
