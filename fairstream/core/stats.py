@@ -95,10 +95,14 @@ def count_unread_records(stats: StreamStats, skipped: Iterable[str]) -> None:
     object) is a record in and a skip, as an invalid document is.
     """
     for message in skipped:
-        reason = getattr(message, "reason", "bad-record")
-        stats.skipped[reason] += 1
-        if reason != UNREADABLE_SHARD:
+        stats.skipped[getattr(message, "reason", "bad-record")] += 1
+        if is_bad_record(message):
             stats.counters["docs_in"] += 1
+
+
+def is_bad_record(message: str) -> bool:
+    """Whether a reader's skip (``fairstream.io.Skipped``) is one record, not a shard's unreadable rest."""
+    return getattr(message, "reason", "bad-record") != UNREADABLE_SHARD
 
 
 def loader_dataset_states(state: dict[str, Any]) -> list[dict[str, Any]]:

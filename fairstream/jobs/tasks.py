@@ -14,7 +14,7 @@ from typing import Any
 
 from fairstream.core.config import FilterConfig
 from fairstream.core.schema import REGARD_LABELS, sentence_regard
-from fairstream.core.stats import UNREADABLE_SHARD
+from fairstream.core.stats import is_bad_record
 from fairstream.core.step import FilterStep
 
 ATTRIBUTES_DIR = "attributes"
@@ -51,7 +51,7 @@ def count_bad_records(skipped: Sequence[Any], counts: dict[str, Any], already: i
     is quiet about the lines before the checkpoint's record and reports those after it.
     """
     for message in skipped[already:]:
-        if getattr(message, "reason", "bad-record") != UNREADABLE_SHARD:
+        if is_bad_record(message):
             counts["documents"] = counts.get("documents", 0) + 1
             counts["skipped"] = counts.get("skipped", 0) + 1
     return len(skipped)
