@@ -176,7 +176,7 @@ def main() -> None:
     ap.add_argument(
         "--no-training-set", action="store_true", help="label only the pool, not the training pairs"
     )
-    ap.add_argument("--labels-dir", type=Path, default=Path("labels"))
+    ap.add_argument("--labels-dir", type=Path, default=Path("export/labels"))
     ap.add_argument("--corpus", type=Path, default=Path("../shared/data/corpus"))
     ap.add_argument("--dev", type=Path, default=Path("../shared/data/labels/dev.jsonl"))
     ap.add_argument(

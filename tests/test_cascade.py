@@ -18,7 +18,7 @@ CASCADE = "joint-v6-cascade"
 
 @pytest.fixture(scope="module")
 def items() -> list[MentionInput]:
-    from scripts.sample_labels_as_pairs import sample_pairs
+    from export.tools.sample_labels_as_pairs import sample_pairs
 
     return [
         MentionInput(r["text"], r["kw_start"], r["kw_end"], r["keyword"], r["gloss"]) for r in sample_pairs()

@@ -1,4 +1,4 @@
-"""scripts/fetch_teacher_encoder.py refuses parts that are not the pinned bytes (no download in tests)."""
+"""export/tools/fetch_teacher_encoder.py refuses parts that are not the pinned bytes (no download in tests)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fetch_teacher_encoder.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "export" / "tools" / "fetch_teacher_encoder.py"
 
 
 def load_script():

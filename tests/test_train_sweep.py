@@ -137,7 +137,7 @@ def test_sweep_rejects_unknown_config_keys(monkeypatch, tiny_encoder, pool_and_d
 def test_packed_encoder_round_trip_is_close(tiny_encoder, tmp_path):
     from safetensors.numpy import load_file
 
-    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "scripts/gpu/pack_encoder.py")
+    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "export/gpu/pack_encoder.py")
     assert spec and spec.loader
     pack_encoder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pack_encoder)
@@ -281,7 +281,7 @@ def test_packed_parts_with_pruned_vocabulary_unpack_from_several_folders(
 ):
     from safetensors.numpy import load_file
 
-    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "scripts/gpu/pack_encoder.py")
+    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "export/gpu/pack_encoder.py")
     assert spec and spec.loader
     pack_encoder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pack_encoder)
@@ -322,7 +322,7 @@ def test_committed_teacher_logits_align_by_key_and_unscored_rows_train_on_gold(p
     from export.distill import pair_key
     from export.sweep import SweepContext, soft_labels_for
 
-    spec = importlib.util.spec_from_file_location("train_cv", ROOT / "scripts/gpu/train_cv.py")
+    spec = importlib.util.spec_from_file_location("train_cv", ROOT / "export/gpu/train_cv.py")
     assert spec and spec.loader
     train_cv = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(train_cv)
@@ -353,12 +353,12 @@ def test_committed_teacher_logits_align_by_key_and_unscored_rows_train_on_gold(p
 
 @pytest.mark.slow
 def test_device_script_students_plan_runs_end_to_end_on_cpu(tiny_encoder, tmp_path):
-    """``scripts/gpu/train_cv.py --plan students`` as the next device call runs it, with tiny fits on CPU."""
+    """``export/gpu/train_cv.py --plan students`` as the next device call runs it, with tiny fits on CPU."""
     import subprocess
 
     from export.distill import pair_key
 
-    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "scripts/gpu/pack_encoder.py")
+    spec = importlib.util.spec_from_file_location("pack_encoder", ROOT / "export/gpu/pack_encoder.py")
     assert spec and spec.loader
     pack_encoder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pack_encoder)
@@ -388,7 +388,7 @@ def test_device_script_students_plan_runs_end_to_end_on_cpu(tiny_encoder, tmp_pa
     out = tmp_path / "out"
     out.mkdir()
     run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts/gpu/train_cv.py"), "--plan", "students", "--teacher-logits",
+        [sys.executable, str(ROOT / "export/gpu/train_cv.py"), "--plan", "students", "--teacher-logits",
          str(tmp_path / "t.npz"), "--data", str(data), "--minilm", str(tmp_path / "minilm"), "--out", str(out),
          "--work", str(tmp_path / "work"), "--device", "cpu", "--smoke", "--seeds", "0", "--parallel", "2",
          "--deadline", "3000"],
