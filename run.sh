@@ -57,8 +57,8 @@ case "${1:-}" in
   test)
     setup "dev,train,ray"
     browser
-    "$VENV/bin/ruff" check fairstream export tests benchmarks scripts
-    "$VENV/bin/ruff" format --check fairstream export tests benchmarks scripts
+    "$VENV/bin/ruff" check fairstream export tests benchmarks
+    "$VENV/bin/ruff" format --check fairstream export tests benchmarks
     "$VENV/bin/mypy" fairstream export
     exec "$PY" -m pytest -m "" -q
     ;;
