@@ -60,7 +60,7 @@ def test_missing_nltk_stopwords_fall_back_with_warning(monkeypatch, caplog):
         raise LookupError("no stopwords")
 
     monkeypatch.setattr(words_mod, "nltk_stopwords", missing)
-    with caplog.at_level(logging.WARNING, logger="fairstream.stats.counts"):
+    with caplog.at_level(logging.WARNING, logger="fairstream.stats.words"):
         c = exact()
     assert c.config()["stopwords"] == "builtin:english"
     assert "NLTK stopwords not found" in caplog.text

@@ -4,15 +4,10 @@ Usable live next to the stream (``CooccurrenceCounts.consume(text, annotation)``
 annotated shards; counts from workers and shards merge with ``+``. See ``docs/stats.md``.
 """
 
-from fairstream.stats.counts import (
-    COUNTS_FORMAT,
-    REGARD_LABELS,
-    REGARDS,
-    UNKNOWN_REGARD,
-    CooccurrenceCounts,
-)
+from fairstream.stats.counts import COUNTS_FORMAT, CooccurrenceCounts
 from fairstream.stats.examples import DroppedExamples
 from fairstream.stats.hooks import BeforeAfterHook, CountsHook, consume_into
+from fairstream.stats.regards import REGARD_LABELS, REGARDS, UNKNOWN_REGARD
 from fairstream.stats.report import ReportPaths, write_report
 from fairstream.stats.scores import (
     ClassScores,

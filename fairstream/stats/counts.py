@@ -41,26 +41,18 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from fairstream.core.schema import REGARDS_POSITIVE_FIRST
 from fairstream.errors import FairStreamError
 from fairstream.io import atomic_write
 from fairstream.stats import words as word_filter
-
-if TYPE_CHECKING:
-    from fairstream.stats.hooks import CountsHook
+from fairstream.stats.hooks import CountsHook, consume_into
+from fairstream.stats.regards import REGARD_LABELS, WHICH, Key, parse_attributes
 
 logger = logging.getLogger(__name__)
 
 COUNTS_FORMAT = "fairstream-cooccurrence-v1"
-REGARDS = REGARDS_POSITIVE_FIRST  # the report's column order
-UNKNOWN_REGARD = "unknown"  # person mentions whose regard is null in the annotation
-REGARD_LABELS = (*REGARDS, UNKNOWN_REGARD)
 DEFAULT_PRUNE_EVERY = 100_000
-WHICH = ("kept", "all")
-
-Key = tuple[str, str, str]  # (attribute class, keyword, regard label)
 
 
 class CooccurrenceCounts:
@@ -103,7 +95,7 @@ class CooccurrenceCounts:
         self.keep_numbers = bool(keep_numbers)
         self.min_token_length = min_token_length
         self.prune_every = prune_every
-        self._stop_name, self._stop_custom, self._stop = self._resolve_stopwords(stopwords)
+        self._stop_name, self._stop_custom, self._stop = word_filter.resolve_stopwords(stopwords)
         self._tokenizer: Any = None
 
         self._words: dict[Key, Counter[str]] = {}
@@ -119,44 +111,6 @@ class CooccurrenceCounts:
         self._since_prune = 0
 
     # -- configuration ------------------------------------------------------------------------
-    @staticmethod
-    def _resolve_stopwords(
-        spec: str | Iterable[str] | None,
-    ) -> tuple[str, tuple[str, ...] | None, frozenset[str] | None]:
-        """(name written into the config, custom list or None, loaded set or None if lazy)."""
-        if spec is None or spec == "none":
-            return "none", None, frozenset()
-        if isinstance(spec, str):
-            if spec in ("builtin", "builtin:english"):
-                return "builtin:english", None, word_filter.BUILTIN_STOPWORDS | word_filter.CLITICS
-            if spec.startswith("nltk:"):
-                if not spec[5:]:
-                    raise ValueError(f"stopwords={spec!r} needs a language, e.g. 'nltk:english'")
-                return spec, None, None  # strict, loaded when counting starts
-            if spec == "custom":
-                raise ValueError("stopwords='custom' needs the list itself: pass an iterable of words")
-            try:
-                return f"nltk:{spec}", None, word_filter.nltk_stopwords(spec) | word_filter.CLITICS
-            except LookupError:
-                if spec != "english":
-                    raise ValueError(
-                        f"stopwords={spec!r}: NLTK stopwords for {spec!r} not found; {word_filter.NLTK_STOPWORDS_FIX}"
-                    ) from None
-                logger.warning(
-                    "NLTK stopwords not found; using fairstream's built-in English list (%d words). "
-                    "Counts made this way do not merge with counts that used NLTK's list. To use NLTK's: %s",
-                    len(word_filter.BUILTIN_STOPWORDS),
-                    word_filter.NLTK_STOPWORDS_FIX,
-                )
-                return "builtin:english", None, word_filter.BUILTIN_STOPWORDS | word_filter.CLITICS
-            except OSError:
-                raise ValueError(
-                    f"stopwords={spec!r} is not a language of NLTK's stopwords corpus; pass e.g. 'english', "
-                    "'builtin', None or a list of words"
-                ) from None
-        words = tuple(sorted({str(w).lower() for w in spec}))
-        return "custom", words, frozenset(words) | word_filter.CLITICS
-
     def _stopset(self) -> frozenset[str]:
         if self._stop is None:
             language = self._stop_name[5:]
@@ -302,8 +256,6 @@ class CooccurrenceCounts:
         """
         if which not in WHICH:
             raise ValueError(f"which={which!r} is not one of {WHICH}")
-        from fairstream.stats.hooks import consume_into
-
         return consume_into(text, annotation, [(self, which)])[0]
 
     def hook(self, which: Literal["kept", "all"] = "kept") -> CountsHook:
@@ -313,8 +265,6 @@ class CooccurrenceCounts:
         """
         if which not in WHICH:
             raise ValueError(f"which={which!r} is not one of {WHICH}")
-        from fairstream.stats.hooks import CountsHook
-
         return CountsHook(self, which)
 
     def prune(self) -> None:
@@ -595,24 +545,3 @@ class CooccurrenceCounts:
             "sentences_counted": self.totals["sentences_counted"],
             "bound_meaning": "each c(w,a,r) is undercounted by at most error_bound (never overcounted)",
         }
-
-
-# a sentence's regard toward an attribute is its most negative mention's (as in the cap controller)
-_REGARD_RANK = {"negative": 0, "positive": 1, "neutral": 2, UNKNOWN_REGARD: 3}
-
-
-def parse_attributes(attributes: Iterable[tuple[str, str, str | None]]) -> dict[Key, int]:
-    """One ``(class, keyword, regard label)`` per attribute with its number of mentions."""
-    by_attr: dict[tuple[str, str], tuple[str, int]] = {}
-    for item in attributes:
-        try:
-            cls_name, keyword, regard = item
-        except (TypeError, ValueError):
-            raise ValueError(f"attribute {item!r} must be a (class, keyword, regard) tuple") from None
-        label = UNKNOWN_REGARD if regard is None else regard
-        if label not in REGARD_LABELS:
-            raise ValueError(f"regard={regard!r} of {keyword!r} is not one of {(*REGARDS, None)}")
-        attr = (str(cls_name), str(keyword))
-        best, n = by_attr.get(attr, (label, 0))
-        by_attr[attr] = (min(best, label, key=_REGARD_RANK.__getitem__), n + 1)
-    return {(c, k, r): n for (c, k), (r, n) in by_attr.items()}

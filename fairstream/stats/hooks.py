@@ -1,18 +1,42 @@
-"""Counting annotated documents into co-occurrence counts: the stream hooks and the shared tokenize-once loop."""
+"""Counting annotated documents into co-occurrence counts: the stream hooks and the shared tokenize-once loop.
+
+This module does not import ``fairstream.stats.counts`` (whose ``consume`` and ``hook`` use it):
+it takes any object with the counting methods of :class:`Counts`, which ``CooccurrenceCounts`` is.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 from fairstream.errors import InvalidDocumentError
-from fairstream.stats.counts import WHICH, CooccurrenceCounts, parse_attributes
+from fairstream.stats.regards import WHICH, Key, parse_attributes
+
+
+class Counts(Protocol):
+    """What the hooks need of :class:`fairstream.stats.CooccurrenceCounts`."""
+
+    totals: Counter[str]
+    provenance: Counter[str]
+
+    def filter_tokens(self, tokens: Iterable[str]) -> list[str]: ...  # noqa: D102
+
+    def tokenize(self, text: str) -> list[str]: ...  # noqa: D102
+
+    def consume(  # noqa: D102
+        self, text: str, annotation: Mapping[str, Any], which: Literal["kept", "all"] = "kept"
+    ) -> int: ...
+
+    def _add_words(self, words: list[str], triples: Mapping[Key, int]) -> None: ...
+
+    def _check_compatible(self, other: Any) -> None: ...
 
 
 def consume_into(
     text: str,
     annotation: Mapping[str, Any],
-    targets: Sequence[tuple[CooccurrenceCounts, Literal["kept", "all"]]],
+    targets: Sequence[tuple[Counts, Literal["kept", "all"]]],
 ) -> list[int]:
     """Count one annotated document into several counts, tokenizing each sentence once.
 
@@ -82,7 +106,7 @@ class BeforeAfterHook:
         ValueError: The two counts use different word filters.
     """
 
-    def __init__(self, before: CooccurrenceCounts, after: CooccurrenceCounts) -> None:
+    def __init__(self, before: Counts, after: Counts) -> None:
         before._check_compatible(after)
         self.before = before
         self.after = after
@@ -98,12 +122,12 @@ class BeforeAfterHook:
 class CountsHook:
     """Callable ``(text, annotation) -> None`` feeding a stream's annotations to counts."""
 
-    def __init__(self, counts: CooccurrenceCounts, which: Literal["kept", "all"] = "kept") -> None:
+    def __init__(self, counts: Counts, which: Literal["kept", "all"] = "kept") -> None:
         self.counts = counts
         self.which = which
 
     def __call__(self, text: str, annotation: Mapping[str, Any]) -> None:
-        """Count one document (see :meth:`CooccurrenceCounts.consume`)."""
+        """Count one document (see :meth:`fairstream.stats.CooccurrenceCounts.consume`)."""
         self.counts.consume(text, annotation, self.which)
 
     def __repr__(self) -> str:

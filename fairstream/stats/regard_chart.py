@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fairstream.core.schema import REGARD_LABELS as MODEL_ORDER
-from fairstream.stats.counts import REGARD_LABELS, UNKNOWN_REGARD, CooccurrenceCounts
+from fairstream.stats.counts import CooccurrenceCounts
+from fairstream.stats.regards import REGARD_LABELS, UNKNOWN_REGARD
 from fairstream.summary import pct, share_text
 
 REGARD_COLORS = {"negative": "#c62828", "neutral": "#b0b0b0", "positive": "#2e7d32", "unknown": "#e6e6e6"}

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.io import atomic_write
-from fairstream.stats.counts import REGARDS, CooccurrenceCounts
+from fairstream.stats.counts import CooccurrenceCounts
 from fairstream.stats.page import (
     Block,
     Cards,
@@ -50,6 +50,7 @@ from fairstream.stats.page import (
     render_markdown,
 )
 from fairstream.stats.regard_chart import ClassRow, class_rows, regard_figure
+from fairstream.stats.regards import REGARDS
 from fairstream.stats.scores import (
     DEFAULT_MIN_ATTRIBUTE_SENTENCES,
     DEFAULT_MIN_ATTRIBUTE_SHARE,

@@ -48,7 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from fairstream.stats.counts import REGARD_LABELS, REGARDS, CooccurrenceCounts
+from fairstream.stats.counts import CooccurrenceCounts
+from fairstream.stats.regards import REGARD_LABELS, REGARDS
 
 logger = logging.getLogger(__name__)
 
