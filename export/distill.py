@@ -193,7 +193,7 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
-    from export.train import build_training_set
+    from export.training_set import build_training_set
     from fairstream.taxonomy import Taxonomy
 
     pairs: list[LabelledPair] = []

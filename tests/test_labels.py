@@ -57,7 +57,7 @@ def test_bias_labels_need_the_shared_folder(tmp_path: Path):
 
 
 def test_dumped_pairs_load_back_identically(shared_dir: Path, tmp_path: Path):
-    from export.train import dump_pairs
+    from export.training_set import dump_pairs
 
     pairs = load_bias_standoff(LABELS / "bias-v1.jsonl", shared_dir)[:200]
     dump_pairs(pairs, tmp_path / "pool.jsonl")
@@ -67,7 +67,7 @@ def test_dumped_pairs_load_back_identically(shared_dir: Path, tmp_path: Path):
 def test_dev_document_items_train_only_where_their_dev_items_are_not_evaluated(shared_dir: Path):
     from argparse import Namespace
 
-    from export.train import dev_document_pairs, devdoc_folds
+    from export.training_set import dev_document_pairs, devdoc_folds
 
     base = dict(labels_dir=LABELS, corpus=shared_dir / "data/corpus", dump_pairs=None, include_dev=False)
     n_records = sum(1 for line in (LABELS / "devdocs-v1.jsonl").open() if line.strip())

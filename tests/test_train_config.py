@@ -39,7 +39,7 @@ def _written(path, uid: str, keyword: str = "muslim", gloss: str = "who believes
 
 def test_leave_out_drops_a_label_file_by_name_and_a_wrong_name_is_an_error(tmp_path):
     """``--leave-out text-r9.jsonl`` rebuilds a model from before a labelling round; a typo must not train on it."""
-    from export.train import build_training_set, check_leave_out
+    from export.training_set import build_training_set, check_leave_out
     from fairstream.taxonomy import Taxonomy
 
     _written(tmp_path / "written-a-v1.jsonl", "a1")
@@ -64,7 +64,7 @@ def test_max_round_leaves_out_later_labelling_rounds_and_keeps_files_without_a_r
     import json
 
     from export.labels import label_round
-    from export.train import build_training_set, label_files
+    from export.training_set import build_training_set, label_files
     from fairstream.taxonomy import Taxonomy
 
     for name, uid, rnd in (("written-a-v1.jsonl", "w1", None), ("written-r10.jsonl", "t10", 10),

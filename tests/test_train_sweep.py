@@ -83,7 +83,7 @@ def test_select_excludes_and_repeats_by_source_prefix(pool_and_dev):
 def test_dev_document_items_never_train_a_heldout_run(pool_and_dev):
     from dataclasses import replace
 
-    from export.train import devdoc_folds
+    from export.training_set import devdoc_folds
 
     pool = load_labelled_pairs(pool_and_dev[0])
     pool[0] = replace(pool[0], source="devdoc-3:02-5:134")
@@ -159,7 +159,7 @@ def test_packed_encoder_round_trip_is_close(tiny_encoder, tmp_path):
 
 
 def test_counterfactual_copies_swap_the_keyword_within_its_class(pool_and_dev):
-    from export.train import counterfactual_pairs
+    from export.training_set import counterfactual_pairs
     from fairstream.taxonomy import Taxonomy
 
     tax = Taxonomy.default()
