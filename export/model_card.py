@@ -1,18 +1,24 @@
-"""Write MODEL_CARD.md for an exported model from its training meta, parity report and evaluations.
+"""Write a shipped model's MODEL_CARD.md from its spec: one generator for every card.
 
-    python -m export.model_card --model fairstream/data/models/joint-v2 \
-        --sweep export/sweeps/sweep3-round4-data.jsonl export/sweeps/sweep4-final-recipe.jsonl \
-        --heldout-names r4-s0 r4-s1 r4-s2 r4-s3 --cv-names final-recipe-cv5-s0 final-recipe-cv5-s1 \
-        final-recipe-cv5-s2 --eval-json eval-sample.json
+    python -m export.model_card                                  # every export/cards/*.toml
+    python -m export.model_card --spec export/cards/joint-v6.toml [--out /tmp/card.md]
+    python -m export.model_card --check                          # exit 1 if a committed card is out of date
 
-Held-out and cross-validated numbers come either from ``export.sweep`` results (several seeds:
-one row each and their mean) or from ``export.train`` run folders (``--heldout``, ``--cv``).
+A spec (TOML, export/cards/README.md) names the model folder and every input the card reads: the
+committed paired comparisons (``export/gpu/compare_models_heldout.py --json``) under export/sweeps,
+``export.sweep`` results, ``export.train --dev-folds`` run folders, ``export.decision_rule --json``,
+benchmarks/results files, and the notes text, whose ``{{diff FILE}}`` / ``{{score FILE METRIC}}`` /
+``{{speed MODEL BASELINE}}`` placeholders are filled from those files. Every card states quality as the
+range over every unseen labelled set (``unseen_sets``: the table ``fairstream.models.card`` reads). A spec
+with ``template`` fills a hand-written Markdown card's placeholders instead (the cascade's).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -317,74 +323,207 @@ def decision_rule_section(dr: dict, note: str = "") -> list[str]:
     return lines + (["", note] if note else [])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, required=True)
-    ap.add_argument(
-        "--heldout", type=Path, default=None, help="train_meta.json of the run trained WITHOUT the dev set"
+# ---------------------------------------------------------------------------------------------------------------
+# Paired comparisons (``export/gpu/compare_models_heldout.py --json``): each file records its --a/--b and, per
+# subset ("all", "random"), every metric's value on side a and side b with b - a and its bootstrap interval.
+
+TABLE_METRICS = ("wsd_kappa", "regard_macro_f1", "negative_f1")
+DIFF_NAMES = {
+    "wsd_kappa": "WSD kappa",
+    "regard_macro_f1": "regard macro-F1",
+    "negative_f1": "negative F1",
+    "negative_precision": "negative precision",
+    "negative_recall": "negative recall",
+}
+SPEED_RESULTS = "benchmarks/results/shipped-models.json"
+
+
+def side(path: Path, which: str) -> dict:
+    """One model's numbers (``which``: "a" or "b") on all items and on the random ones."""
+    if which not in ("a", "b"):
+        raise SystemExit(f"{path}: side {which!r}; allowed: a, b")
+    d = json.loads(path.read_text())
+    return {
+        subset: {"n": d[subset]["n"], **{k: d[subset][k][which] for k in TABLE_METRICS}}
+        for subset in ("all", "random")
+        if subset in d
+    }
+
+
+def diff_text(path: Path, metrics: tuple[str, ...] = tuple(DIFF_NAMES)) -> str:
+    """b minus a on all items, each with its paired bootstrap 95% interval."""
+    d = json.loads(path.read_text())["all"]
+    return ", ".join(
+        f"{DIFF_NAMES[k]} {d[k]['b_minus_a']:+.3f} ({d[k]['ci95'][0]:.3f}, {d[k]['ci95'][1]:.3f})"
+        for k in metrics
     )
-    ap.add_argument("--sweep", type=Path, nargs="*", default=[], help="export.sweep results.jsonl files")
-    ap.add_argument("--heldout-names", nargs="*", default=[], help="sweep runs that held the dev set out")
-    ap.add_argument(
-        "--cv-names", nargs="*", default=[], help="sweep runs that cross-validated over dev folds"
+
+
+def speed_text(model: str, baseline: str, results: Path) -> str:
+    """A model's model-stage rate beside a baseline's, from ``benchmarks/bench_shipped_models.py``."""
+    speed = json.loads(results.read_text())
+    rate = speed["pairs_per_cpu_second"]
+    fast, base = rate[model]["median"], rate[baseline]["median"]
+    return (
+        f"{fast:.0f} against {baseline}'s {base:.0f} pairs per CPU second ({fast / base:.2f}x; one intra-op "
+        f"thread, {speed['pairs']} corpus pairs, {speed['rounds']} interleaved rounds, commit "
+        f"{speed['machine'].get('commit', '?')}, benchmarks/results/shipped-models.md)"
     )
-    ap.add_argument("--training-note", default="", help="how the sweep runs differ from the shipped training")
-    ap.add_argument(
-        "--eval-json", type=Path, default=None, help="fairstream eval-models --json of the shipped model"
-    )
-    ap.add_argument("--notes", default="")
-    ap.add_argument(
-        "--cv",
-        type=Path,
-        nargs="*",
-        default=[],
-        help="run folders of a --dev-folds cross-validation (several seeds: pooled per seed, then the mean)",
-    )
-    ap.add_argument("--cv-note", default="", help="a paragraph under the --cv table (e.g. the decision rule)")
-    ap.add_argument(
-        "--baseline-names",
-        nargs="*",
-        default=[],
-        help="sweep runs of the previous default's recipe, cross-validated on the same folds (a comparison table)",
-    )
-    ap.add_argument("--baseline-note", default="", help="what the --baseline-names runs are")
-    ap.add_argument(
-        "--unseen",
-        type=Path,
-        default=None,
-        help="export/gpu/score_heldout_r7.py --json output: scores on real text no model trained on",
-    )
-    ap.add_argument("--unseen-note", default="", help="what the --unseen text is and how it was chosen")
-    ap.add_argument(
-        "--no-cv-reason",
-        default="",
-        help="why this recipe has no held-out or cross-validated dev estimate (the card says so; give --unseen)",
-    )
-    ap.add_argument("--dev", type=Path, default=Path("../shared/data/labels/dev.jsonl"))
-    ap.add_argument(
-        "--decision-rule",
-        type=Path,
-        default=None,
-        help="python -m export.decision_rule --json output: the regard rule's cross-validated effect",
-    )
-    ap.add_argument("--decision-rule-note", default="", help="a paragraph under the decision rule's table")
-    args = ap.parse_args()
-    cfg = json.loads((args.model / "config.json").read_text())
-    if not (args.heldout or args.heldout_names or args.cv or args.cv_names or args.no_cv_reason):
-        raise SystemExit(
-            "give a held-out estimate: --heldout (train_meta.json), --cv (run folders), or --sweep with "
-            "--heldout-names / --cv-names (or --no-cv-reason with --unseen)"
+
+
+def rule_f_text(path: Path) -> str:
+    """Rule (f)'s state (export/EXPERIMENTS.md, session 20) from ``export/cv/score_cv.py``'s JSON."""
+    cv = json.loads(path.read_text())
+    rule = cv["rule_f"]
+    seeds = {s: v["pooled"]["regard_macro_f1"] for s, v in cv["per_seed"].items() if len(v["folds"]) == 5}
+    done = "; ".join(f"seed {s}: {f:.3f}" for s, f in seeds.items())
+    if rule["holds"] is None:
+        lines = [
+            f"Not decided yet: rule (f) needs two seeds with all five folds, and only {done} is complete "
+            "(the other seed's folds are training; export/cv/run_folds.sh)."
+        ]
+    elif "mean" not in rule:
+        lines = [
+            f"Rule (f) does not hold, decided by one seed: {done}, not above the joint-v2 recipe's best seed "
+            f"({rule['reference_best']:.3f}), which clause (2) asks of every seed ("
+            f"{min(seeds.values()) - rule['reference_mean']:+.3f} over its mean, where clause (1) asks more than "
+            f"+{rule['reference_spread']:.3f}). The second seed's folds are still training, for the two-seed mean."
+        ]
+    else:
+        verdict = "holds" if rule["holds"] else "does not hold"
+        every = "every" if rule["clause_2_every_seed_above_best"] else "not every"
+        lines = [
+            f"Rule (f) {verdict}: the seeds' mean {rule['mean']:.3f} ({done}) is "
+            f"{rule['gain_over_reference_mean']:+.3f} over the joint-v2 recipe's mean (needs more than "
+            f"+{rule['reference_spread']:.3f}), and {every} seed is above its best seed ({rule['reference_best']:.3f})."
+        ]
+    if rule["holds"] is False:
+        lines.append(
+            "So on the dev set's web text this recipe does not show a gain over joint-v2's beyond the seed spread; "
+            "what joint-v6 gains shows on the unseen real text below (forum, news and Wikipedia, the text its added "
+            "label rounds come from)."
         )
-    if args.no_cv_reason and not args.unseen:
-        raise SystemExit(
-            "--no-cv-reason needs --unseen: a card without a dev estimate must score unseen text"
-        )
-    parity = (
-        json.loads((args.model / "parity.json").read_text())
-        if (args.model / "parity.json").is_file()
-        else None
+    return "\n".join(lines)
+
+
+def grid_offsets_text(path: Path) -> str:
+    """The full decision-rule grid's CV score and its positive offsets per fold (``export.decision_rule --json``)."""
+    r = json.loads(path.read_text())["runs"][0]
+    return (
+        f"regard macro-F1 {r['with_rule_cv']['regard_macro_f1']:.3f} with the rule (CV), positive offsets "
+        f"{[o[2] for o in r['fold_offsets']]} across the folds"
     )
-    size = sum(p.stat().st_size for p in args.model.iterdir() if p.suffix in (".onnx", ".json")) / 1e6
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The generator: one declarative spec per shipped model (export/cards/<model>.toml) names every input.
+
+SPECS = ROOT / "export" / "cards"
+PLACEHOLDER = re.compile(r"\{\{(\w+)((?: [^ {}]+)*)\}\}")
+UNSEEN_SETS_HEADER = (
+    "| set | pairs | regard macro-F1 | negative F1 | WSD kappa | measured |\n|---|---|---|---|---|---|"
+)
+
+
+class Spec:
+    """A card spec (TOML): paths in it are relative to the repository root ``root``."""
+
+    def __init__(self, path: Path, root: Path = ROOT) -> None:
+        self.path, self.root = path, root
+        self.data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+
+    def file(self, name: str) -> Path:
+        return self.root / name
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def text(self, key: str) -> str:
+        """A text field with its ``{{...}}`` placeholders filled in (``render``)."""
+        return self.render(self.data.get(key, ""))
+
+    def render(self, text: str) -> str:
+        """Fill ``{{diff FILE [METRIC]}}``, ``{{score FILE METRIC}}``, ``{{speed MODEL BASELINE}}``,
+        ``{{rule_f FILE}}``, ``{{grid_offsets FILE}}`` and ``{{unseen_sets_table}}`` (FILE: from the root)."""
+
+        def fill(m: re.Match) -> str:
+            name, args = m.group(1), m.group(2).split()
+            if name == "diff" and len(args) in (1, 2):
+                return diff_text(self.file(args[0]), tuple(args[1:]) or tuple(DIFF_NAMES))
+            if name == "score" and len(args) == 2 and args[1] in TABLE_METRICS:
+                return str(side(self.file(args[0]), "b")["all"][args[1]])
+            if name == "speed" and len(args) == 2:
+                return speed_text(args[0], args[1], self.file(SPEED_RESULTS))
+            if name == "rule_f" and len(args) == 1:
+                return rule_f_text(self.file(args[0]))
+            if name == "grid_offsets" and len(args) == 1:
+                return grid_offsets_text(self.file(args[0]))
+            if name == "unseen_sets_table" and not args:
+                return "\n".join(self.unseen_sets_table())
+            raise SystemExit(f"{self.path}: unknown placeholder {m.group(0)!r}")
+
+        return PLACEHOLDER.sub(fill, text)
+
+    def unseen_sets(self) -> list[dict[str, Any]]:
+        """The ``[[unseen_sets]]`` rows, weakest first by regard macro-F1: a comparison file's side, or numbers
+        measured outside the repository (then the row gives them and says so in ``measured``)."""
+        rows = []
+        for row in self.get("unseen_sets", []):
+            if "file" in row:
+                numbers = side(self.file(row["file"]), row["side"])["all"]
+            else:
+                numbers = {k: row[k] for k in ("n", *TABLE_METRICS)}
+            rows.append({"set": row["set"], "measured": row["measured"], **numbers})
+        return sorted(rows, key=lambda r: r["regard_macro_f1"])
+
+    def unseen_sets_table(self) -> list[str]:
+        return [UNSEEN_SETS_HEADER] + [
+            f"| {r['set']} | {r['n']} | {_num(r['regard_macro_f1'])} | {_num(r['negative_f1'])} | "
+            f"{_num(r['wsd_kappa'])} | {r['measured']} |"
+            for r in self.unseen_sets()
+        ]
+
+
+def unseen_sets_section(spec: Spec) -> list[str]:
+    """The card's "Every unseen labelled set" table (``fairstream.models.card.unseen_sets`` reads it)."""
+    sources = ", ".join(f"`{Path(r['file']).name}`" for r in spec.get("unseen_sets", []) if "file" in r)
+    return [
+        "",
+        "### Every unseen labelled set",
+        "",
+        "Quality is a range, not one number: each set below holds real (sentence, keyword) pairs that this model "
+        "never trained on, labelled by `../shared/data/labels/GUIDE.md`; weakest first by regard macro-F1. "
+        "`fairstream filter` prints the range of each column in its summary and report.",
+        "",
+        *spec.unseen_sets_table(),
+        "",
+        "Each row is this model's side of a paired comparison (`python export/gpu/compare_models_heldout.py "
+        f"--json`) in export/sweeps: {sources}; the sections below give the differences against other models.",
+    ]
+
+
+def standard_card(spec: Spec) -> str:
+    """A single model's card: its config, quality sections from the spec's inputs, parity and limits."""
+    model = spec.file(spec.get("model"))
+    cfg = json.loads((model / "config.json").read_text())
+    no_cv_reason = spec.text("no_cv_reason")
+    heldout = spec.get("heldout")
+    sweep = [spec.file(p) for p in spec.get("sweep", [])]
+    heldout_names, cv_names = spec.get("heldout_names", []), spec.get("cv_names", [])
+    cv = [spec.file(p) for p in spec.get("cv", [])]
+    unseen = spec.get("unseen", [])
+    training_note = spec.text("training_note")
+    if not (heldout or heldout_names or cv or cv_names or no_cv_reason):
+        raise SystemExit(
+            f"{spec.path}: give a held-out estimate: heldout (train_meta.json), cv (run folders), or sweep with "
+            "heldout_names / cv_names (or no_cv_reason with unseen)"
+        )
+    if no_cv_reason and not unseen:
+        raise SystemExit(
+            f"{spec.path}: no_cv_reason needs unseen: a card without a dev estimate must score unseen text"
+        )
+    parity = json.loads((model / "parity.json").read_text()) if (model / "parity.json").is_file() else None
+    size = sum(p.stat().st_size for p in model.iterdir() if p.suffix in (".onnx", ".json")) / 1e6
     lines = [
         f"# Model card: {cfg['name']}",
         "",
@@ -409,60 +548,66 @@ def main() -> None:
         f"* **Training:** {json.dumps(cfg.get('training', {}))}",
         "",
         "## Quality",
+        *unseen_sets_section(spec),
+        "",
+        "### On the dev set",
         "",
         "On `../shared/data/labels/dev.jsonl` (1,415 expert-labelled pairs from documents excluded from the "
         "training labels). For scale: two annotators following GUIDE.md agree at kappa 0.93 / macro-F1 0.94; a "
         "per-keyword majority guess gets kappa 0.28, always-neutral macro-F1 0.28; the paper's RoBERTa-base "
         "reached kappa 0.59 / macro-F1 0.82.",
     ]
-    if args.heldout or args.heldout_names:
+    if heldout or heldout_names:
         lines += [
             "",
             "### Held out: the same recipe trained WITHOUT the dev set, evaluated on the dev set",
             "",
-            f"(PyTorch fp32, threshold 0.5) {args.training_note}",
+            f"(PyTorch fp32, threshold 0.5) {training_note}",
             "",
         ]
-        if args.heldout:
-            lines += [HEADER, fmt_metrics(json.loads(args.heldout.read_text())["dev_at_0.5"])]
+        if heldout:
+            lines += [HEADER, fmt_metrics(json.loads(spec.file(heldout).read_text())["dev_at_0.5"])]
         else:
-            lines += [SWEEP_HEADER, *sweep_rows(args.sweep, args.heldout_names)]
-    if args.cv:
-        lines += cv_section(args.cv, args.dev, cfg["wsd_threshold"], args.cv_note)
-    if args.cv_names:
-        n_folds = sweep_folds(args.sweep, args.cv_names)
+            lines += [SWEEP_HEADER, *sweep_rows(sweep, heldout_names)]
+    if cv:
+        dev = spec.file(spec.get("dev", "../shared/data/labels/dev.jsonl"))
+        lines += cv_section(cv, dev, cfg["wsd_threshold"], spec.text("cv_note"))
+    if cv_names:
+        n_folds = sweep_folds(sweep, cv_names)
         lines += [
             "",
             f"### Cross-validated: the shipped recipe (all training data + the dev set), {n_folds} folds",
             "",
             "Each fold trains on everything plus the other dev folds and is scored on its own dev fold (split by "
             f"a hash of the item uid; PyTorch fp32); the table pools the {n_folds} held-out folds, once per seed. "
-            f"{args.training_note if not args.heldout_names else ''}",
+            f"{training_note if not heldout_names else ''}",
             "",
             SWEEP_HEADER,
-            *sweep_rows(args.sweep, args.cv_names),
+            *sweep_rows(sweep, cv_names),
         ]
-    if args.no_cv_reason:
-        lines += ["", "### Cross-validated: not measured for this recipe", "", args.no_cv_reason]
-    if args.baseline_names:
+    if no_cv_reason:
+        lines += ["", "### Cross-validated: not measured for this recipe", "", no_cv_reason]
+    if baseline_names := spec.get("baseline_names", []):
         lines += [
             "",
-            f"For comparison, {args.baseline_note or 'the previous recipe'} on the same folds:",
+            f"For comparison, {spec.text('baseline_note') or 'the previous recipe'} on the same folds:",
             "",
             SWEEP_HEADER,
-            *sweep_rows(args.sweep, args.baseline_names, label="baseline mean"),
+            *sweep_rows(sweep, baseline_names, label="baseline mean"),
         ]
-    if args.unseen:
-        lines += unseen_section(json.loads(args.unseen.read_text()), args.unseen_note)
-    if args.decision_rule:
-        lines += decision_rule_section(json.loads(args.decision_rule.read_text()), args.decision_rule_note)
-    if args.eval_json:
-        ev = json.loads(args.eval_json.read_text())
+    if unseen:
+        scores = {row["name"]: side(spec.file(row["file"]), row["side"]) for row in unseen}
+        lines += unseen_section(scores, spec.text("unseen_note"))
+    if decision_rule := spec.get("decision_rule"):
+        dr = json.loads(spec.file(decision_rule).read_text())
+        lines += decision_rule_section(dr, spec.text("decision_rule_note"))
+    if eval_json := spec.get("eval_json"):
+        ev = json.loads(spec.file(eval_json).read_text())
         lines += [
             "",
             f"### The shipped model (int8) on {ev['labels']}",
             "",
-            f"{args.notes}",
+            spec.text("notes"),
             "",
             HEADER,
             fmt_metrics(ev["metrics"]),
@@ -474,8 +619,8 @@ def main() -> None:
         ]
         for cls, m in ev["per_class"].items():
             lines.append(f"| {cls} " + fmt_metrics(m))
-    unseen_parity = args.model / "parity-unseen.json"
-    quant = ROOT / "benchmarks" / "results" / "quantization.md"
+    unseen_parity = model / "parity-unseen.json"
+    quant = spec.file("benchmarks/results/quantization.md")
     if cfg.get("batch_invariant") and quant.is_file():
         table = [ln for ln in quant.read_text().splitlines() if ln.startswith("|")]
         lines += [
@@ -518,8 +663,52 @@ def main() -> None:
     if unseen_parity.is_file():
         lines += parity_unseen_section(json.loads(unseen_parity.read_text()))
     lines += limits_lines(cfg)
-    (args.model / "MODEL_CARD.md").write_text("\n".join(lines) + "\n")
-    print((args.model / "MODEL_CARD.md").read_text())
+    return "\n".join(lines) + "\n"
+
+
+def build(spec_path: Path, root: Path = ROOT) -> tuple[Path, str]:
+    """The card a spec describes: (where it belongs, its text). A spec with ``template`` fills that Markdown
+    file's placeholders (a card written by hand around generated tables); otherwise ``standard_card``."""
+    spec = Spec(spec_path, root)
+    card = spec.file(spec.get("model")) / "MODEL_CARD.md"
+    if not spec.get("unseen_sets"):
+        raise SystemExit(
+            f"{spec_path}: every card states quality over every unseen labelled set (unseen_sets)"
+        )
+    if template := spec.get("template"):
+        return card, spec.render(spec.file(template).read_text(encoding="utf-8"))
+    return card, standard_card(spec)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--spec",
+        type=Path,
+        nargs="*",
+        default=None,
+        help=f"card specs (default: every {SPECS.relative_to(ROOT)}/*.toml)",
+    )
+    ap.add_argument(
+        "--out", type=Path, default=None, help="write here instead of the model's MODEL_CARD.md (one spec)"
+    )
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a committed card differs")
+    args = ap.parse_args()
+    specs = args.spec or sorted(SPECS.glob("*.toml"))
+    if args.out and len(specs) != 1:
+        raise SystemExit("--out takes one --spec")
+    stale = []
+    for spec_path in specs:
+        card, text = build(spec_path)
+        if args.check:
+            if not card.is_file() or card.read_text(encoding="utf-8") != text:
+                stale.append(str(card))
+            continue
+        out = args.out or card
+        out.write_text(text, encoding="utf-8")
+        print(f"{spec_path} -> {out}")
+    if stale:
+        raise SystemExit(f"out of date (python -m export.model_card): {', '.join(stale)}")
 
 
 if __name__ == "__main__":
