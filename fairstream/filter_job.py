@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from fairstream.core.stats import StreamStats, count_unread_records
 from fairstream.core.step import FilterStep, output_document
 from fairstream.errors import OutputError
 from fairstream.io import atomic_write, write_documents, write_json
-from fairstream.jobs.reader import PARQUET_BATCH_ROWS, Record, ShardReader
+from fairstream.jobs.reader import PARQUET_BATCH_ROWS, ShardReader
 from fairstream.jobs.run_folder import RESUME_HINT, RunFolder, new_manifest
 from fairstream.models.card import model_quality
 from fairstream.models.loader import load_model_for
@@ -45,18 +45,6 @@ from fairstream.taxonomy import Taxonomy
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "_state.json"
-
-
-def _windows(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
-    """The records in consecutive lists of ``size`` (the last may be shorter), read lazily."""
-    window: list[Record] = []
-    for rec in records:
-        window.append(rec)
-        if len(window) >= size:
-            yield window
-            window = []
-    if window:
-        yield window
 
 
 def _input_schema(reader: ShardReader) -> Any:
@@ -138,27 +126,18 @@ class FilterJob:
         next one while this one is judged): the reader is consumed as the output is written.
         """
         annotation_field = "fairstream" if self.annotate else None
-        windows = _windows(reader.records(), self.config.lookahead)
-        for window in step.read_ahead(windows, lambda w: [rec.data for rec in w]):
-            start = window[0].index
-            lines = {rec.index: rec.line for rec in window}
-            results = step.process(
-                [rec.data for rec in window],
-                start=start,
-                locate=lambda i, lines=lines: f"{reader.path}:{lines[i]}",  # type: ignore[misc]
-            )
-            # the model's work is done a window at a time, before its first document comes out
-            on_window(window[-1].position)
-            for rec, result in zip(window, results, strict=True):
-                if result.error is not None:
-                    continue
-                with_tokens = result.annotation_with_tokens()
-                for hook in hooks:
-                    hook(result.original, with_tokens)  # type: ignore[arg-type]
-                if result.kept:
-                    yield output_document(
-                        rec.data, result, text_field=self.config.text_field, annotation_field=annotation_field
-                    )
+        results = step.filter_documents(
+            reader.records(),
+            locate=lambda rec: f"{reader.path}:{rec.line}",
+            hooks=hooks,
+            annotate=self.annotate,
+            on_window=lambda window: on_window(window[-1].position),
+        )
+        for rec, result in results:
+            if result.kept:
+                yield output_document(
+                    rec.data, result, text_field=self.config.text_field, annotation_field=annotation_field
+                )
 
     def run(self) -> dict[str, Any]:
         """Filter every shard not finished yet; return the summary."""

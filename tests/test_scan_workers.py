@@ -11,7 +11,8 @@ from torch.utils.data import DataLoader
 
 from fairstream.cli import main, sample_corpus_path
 from fairstream.core.config import FilterConfig
-from fairstream.core.step import FilterStep, default_scan_workers, read_one_ahead
+from fairstream.core.step import FilterStep, default_scan_workers
+from fairstream.core.windows import read_one_ahead
 from fairstream.models.runtime import JointModel, usable_cores
 from fairstream.stream.dataset import FairStream
 from fairstream.stream.tagger import Tagger

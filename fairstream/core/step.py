@@ -20,6 +20,7 @@ from fairstream.core.cap import CapController, UnitCounts, sentence_regard
 from fairstream.core.config import FilterConfig
 from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
 from fairstream.core.stats import StreamStats
+from fairstream.core.windows import Document, IndexedDocument, lookahead_windows, read_one_ahead
 from fairstream.errors import InvalidDocumentError, option
 from fairstream.models.loader import load_model_for
 from fairstream.models.runtime import usable_cores
@@ -29,8 +30,9 @@ from fairstream.text import LengthFilter, coerce_text
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
+D = TypeVar("D", bound=Document)
 W = TypeVar("W")
+Hook = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -70,29 +72,6 @@ class DocResult:
             for s, ts in zip(self.annotation["sentences"], self.tagged.sentences, strict=True)
         ]
         return {**self.annotation, "sentences": sentences}
-
-
-def read_one_ahead(items: Iterator[T]) -> Iterator[tuple[T, T | None]]:
-    """Each item with the one after it (``None`` after the last), read before the item is handed out.
-
-    If reading the next item fails, the current one is handed out first (with ``None``) and the
-    error raised after it, so nothing read before a corrupt record is lost.
-    """
-    try:
-        current = next(items)
-    except StopIteration:
-        return
-    while True:
-        try:
-            following = next(items)
-        except StopIteration:
-            yield current, None
-            return
-        except Exception as exc:
-            yield current, None
-            raise exc
-        yield current, following
-        current = following
 
 
 def default_scan_workers(model: Any) -> int:
@@ -206,6 +185,44 @@ class FilterStep:
         """Keywords, candidate sentences and model judgements of several texts (one batched model call)."""
         return self.tagger.tag_batch(texts)
 
+    def filter_documents(
+        self,
+        docs: Iterable[D],
+        *,
+        locate: Callable[[D], str] | None = None,
+        hooks: Sequence[Hook] = (),
+        annotate: bool = False,
+        emit_from: int = 0,
+        on_window: Callable[[list[D]], None] | None = None,
+        stop_scan_workers: bool = True,
+    ) -> Iterator[tuple[D, DocResult]]:
+        """The document loop every streaming way in drives: each document with what the step made of it.
+
+        ``docs`` (anything with ``index`` and ``data``, in stream order) are read in windows of
+        ``lookahead`` documents; a window's keyword stage and model run in one batch (with scan
+        workers the next window is scanned meanwhile), then its documents are decided one by one,
+        each decision followed by the ``hooks`` (``hook(original_text, annotation)``) and by the
+        ``(doc, result)`` pair: a state taken after any pair describes exactly what came out.
+
+        Documents with ``index < emit_from`` (already emitted before a resume) are tagged again
+        only to rebuild their window's batch, then passed over. An invalid document raises under
+        ``on_error="raise"`` after every document before it; under ``"skip"`` it is counted and
+        comes out with ``result.error`` set. ``on_window(window)`` runs after a window's model call.
+        The scan workers stop when the loop ends, unless ``stop_scan_workers=False`` (a caller that
+        runs the loop once per part of a shard keeps them, and calls ``tagger.close()`` itself).
+        """
+        name = locate or (lambda d: f"document {d.index}")
+        windows = lookahead_windows(docs, self.config.lookahead)
+        try:
+            for window in self.read_ahead(windows, lambda w: [d.data for d in w]):
+                texts = [self.text_of(d.data, name(d)) for d in window]
+                yield from self._judge(
+                    window, texts, hooks=hooks, annotate=annotate, emit_from=emit_from, on_tagged=on_window
+                )
+        finally:  # the scan workers end with the pass (a next pass starts new ones)
+            if stop_scan_workers:
+                self.tagger.close()
+
     def process(
         self,
         docs: Sequence[Any],
@@ -225,14 +242,41 @@ class FilterStep:
             for t in texts:
                 if isinstance(t, InvalidDocumentError):
                     raise t
+        window = [IndexedDocument(start + i, doc) for i, doc in enumerate(docs)]
+        return [result for _, result in self._judge(window, texts, annotate=annotate)]
+
+    def _judge(
+        self,
+        window: list[D],
+        texts: list[str | InvalidDocumentError],
+        *,
+        hooks: Sequence[Hook] = (),
+        annotate: bool = False,
+        emit_from: int = 0,
+        on_tagged: Callable[[list[D]], None] | None = None,
+    ) -> Iterator[tuple[D, DocResult]]:
+        """One window: its texts tagged in one batch, then each document decided in order."""
+        annotate = annotate or bool(hooks)
         tagged = iter(self.tag([t for t in texts if isinstance(t, str)]))
-        out = []
-        for i, (doc, text) in enumerate(zip(docs, texts, strict=True)):
+        if on_tagged is not None:
+            on_tagged(window)
+        for d, text in zip(window, texts, strict=True):
+            if d.index < emit_from:  # emitted before a resume; tagged again only to rebuild the batch
+                if isinstance(text, str):
+                    next(tagged)
+                continue
             if isinstance(text, InvalidDocumentError):
-                out.append(self.skip(start + i, text))
-            else:
-                out.append(self.decide(start + i, doc, text, next(tagged), annotate=annotate))
-        return out
+                if self.config.on_error == "raise":
+                    raise text  # after every document before it
+                yield d, self.skip(d.index, text)
+                continue
+            result = self.decide(d.index, d.data, text, next(tagged), annotate=annotate)
+            if hooks:
+                # hooks also get each sentence's NLTK tokens, so a sidecar need not tokenize again
+                with_tokens = result.annotation_with_tokens()
+                for hook in hooks:
+                    hook(text, with_tokens)  # type: ignore[arg-type]
+            yield d, result
 
     def skip(self, index: int, error: InvalidDocumentError) -> DocResult:
         """Count an invalid document as skipped (``on_error="skip"``)."""

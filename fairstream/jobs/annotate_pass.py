@@ -70,7 +70,7 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
             p.load_state_dict(ck["planners"][g])
     counts: dict[str, int] = dict(ck.get("counts", {"documents": 0, "skipped": 0, "sentences": 0}))
     reader = ShardReader(task["shard"], on_error=config.on_error)
-    every, window = int(task["every"]), config.lookahead
+    every = int(task["every"])
     pending: list[Record] = []
     last_pos = start_pos = int(ck.get("position", 0))
     # the reader's skips already in ``counts``; its skips when the last pending record was read
@@ -79,13 +79,22 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
     def flush() -> None:
         nonlocal n_parts, last_pos, bad_seen
         rows: list[dict[str, Any]] = []
-        chunks = [pending[i : i + window] for i in range(0, len(pending), window)]
-        # with scan workers the next window's keyword stage runs while this one is judged
-        for chunk in step.read_ahead(chunks, lambda c: [r.data for r in c]):
-            rows += _annotate(step, chunk, task, planners, counts)
+
+        def on_window(window: list[Record]) -> None:
+            nonlocal last_pos
             if report is not None:  # a window at a time: the model's work is the slow part
-                report(len(chunk), chunk[-1].position - last_pos)
-            last_pos = chunk[-1].position
+                report(len(window), window[-1].position - last_pos)
+            last_pos = window[-1].position
+
+        # windows restart at each part, so a resumed shard batches its documents as a whole run did
+        results = step.filter_documents(
+            list(pending),
+            locate=lambda rec: f"{task['shard']}:{rec.line}",
+            annotate=True,
+            on_window=on_window,
+            stop_scan_workers=False,
+        )
+        rows += [_annotation_row(rec, res, task, config, planners, counts) for rec, res in results]
         parts.write_part(n_parts, rows)
         n_parts += 1
         # the bad lines before the part's last record: those after it are read again on a resume
@@ -109,6 +118,7 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
             flush()
     if pending:
         flush()
+    step.tagger.close()
     count_bad_records(reader.skipped, counts, bad_seen)
     parts.join(attributes_path(folder, name), n_parts)
     state = {
@@ -125,60 +135,48 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
     return state
 
 
-def _annotate(
-    step: Any,
-    window: list[Record],
+def _annotation_row(
+    rec: Record,
+    res: Any,
     task: Mapping[str, Any],
+    config: Any,
     planners: dict[str, GlobalCapPlanner],
     counts: dict[str, int],
-) -> list[dict[str, Any]]:
-    config = step.config
-    name = task["name"]
-    lines = {r.index: r.line for r in window}
-    results = step.process(
-        [r.data for r in window], start=window[0].index, locate=lambda i: f"{task['shard']}:{lines[i]}"
-    )
-    rows = []
-    for rec, res in zip(window, results, strict=True):
-        key = doc_key(rec.data, config.id_field, name, rec.line)
-        counts["documents"] += 1
-        if res.error is not None:
-            counts["skipped"] += 1
-            rows.append({"id": key, "line": rec.line, "error": _reason(res.error)})
-            continue
-        ann = {k: v for k, v in res.annotation.items() if k not in _DROP_FROM_ANNOTATION}
-        ann["sentences"] = [
-            {k: v for k, v in s.items() if k not in ("kept", "reason")} for s in ann["sentences"]
-        ]
-        units = sentence_units(ann)
-        counts["sentences"] += len(units)
-        doc = document_unit(units)
-        try:
-            for i, unit in enumerate(units):
-                if unit:
-                    planners["sentence"].add(key, i, unit)
-            if doc:
-                planners["document"].add(key, 0, doc)
-        except ValueError:
-            raise FairStreamError(
-                f"{task['shard']}:{rec.line}: document id {key!r} appears twice in this shard; the global "
-                "cap needs unique ids: fix them, or name documents by shard and line instead "
-                "(--id-field '' on the command line, id_field=None in Python)"
-            ) from None
-        person = [
-            [s["start"], s["end"], {kw: next(r for r, c in u[kw].items() if c) for kw in sorted(u)}]
-            for s, u in zip(ann["sentences"], units, strict=True)
-            if u
-        ]
-        rows.append(
-            {
-                "id": key,
-                "line": rec.line,
-                "attributes": {"fairstream__person_regard": person},
-                "fairstream": ann,
-            }
-        )
-    return rows
+) -> dict[str, Any]:
+    """One document's row of the attributes file; its sentences go to the planners."""
+    key = doc_key(rec.data, config.id_field, task["name"], rec.line)
+    counts["documents"] += 1
+    if res.error is not None:
+        counts["skipped"] += 1
+        return {"id": key, "line": rec.line, "error": _reason(res.error)}
+    ann = {k: v for k, v in res.annotation.items() if k not in _DROP_FROM_ANNOTATION}
+    ann["sentences"] = [{k: v for k, v in s.items() if k not in ("kept", "reason")} for s in ann["sentences"]]
+    units = sentence_units(ann)
+    counts["sentences"] += len(units)
+    doc = document_unit(units)
+    try:
+        for i, unit in enumerate(units):
+            if unit:
+                planners["sentence"].add(key, i, unit)
+        if doc:
+            planners["document"].add(key, 0, doc)
+    except ValueError:
+        raise FairStreamError(
+            f"{task['shard']}:{rec.line}: document id {key!r} appears twice in this shard; the global "
+            "cap needs unique ids: fix them, or name documents by shard and line instead "
+            "(--id-field '' on the command line, id_field=None in Python)"
+        ) from None
+    person = [
+        [s["start"], s["end"], {kw: next(r for r, c in u[kw].items() if c) for kw in sorted(u)}]
+        for s, u in zip(ann["sentences"], units, strict=True)
+        if u
+    ]
+    return {
+        "id": key,
+        "line": rec.line,
+        "attributes": {"fairstream__person_regard": person},
+        "fairstream": ann,
+    }
 
 
 def _reason(error: InvalidDocumentError) -> str:

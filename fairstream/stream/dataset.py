@@ -26,7 +26,8 @@ from typing import Any
 
 from fairstream.core.config import GRANULARITIES, FilterConfig, Granularity
 from fairstream.core.step import FilterStep, output_document, remove_spans
-from fairstream.errors import InvalidDocumentError, MissingDependencyError
+from fairstream.core.windows import IndexedDocument
+from fairstream.errors import MissingDependencyError
 from fairstream.stream.tagger import MentionModel
 from fairstream.taxonomy import Taxonomy
 
@@ -151,7 +152,7 @@ class FairStream(IterableDataset):
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         return rank * workers + worker, world * workers
 
-    def _indexed_source(self, start: int) -> Iterator[tuple[int, Any]]:
+    def _indexed_source(self, start: int) -> Iterator[IndexedDocument]:
         shard, n_shards = self._shard()
         first = start + (shard - start) % n_shards  # the first index >= start in this shard
         src = self.source
@@ -159,11 +160,11 @@ class FairStream(IterableDataset):
             hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, Mapping)
         ):
             for i in range(first, len(src), n_shards):  # type: ignore[arg-type]
-                yield i, src[i]
+                yield IndexedDocument(i, src[i])
             return
         for i, doc in enumerate(itertools.islice(src, first, None), start=first):
             if (i - shard) % n_shards == 0:
-                yield i, doc
+                yield IndexedDocument(i, doc)
 
     def __iter__(self) -> Iterator[Any]:
         resume = self._resume_index if self._resume_index is not None else 0
@@ -172,72 +173,24 @@ class FairStream(IterableDataset):
         self._resume_index = None
         shard, n_shards = self._shard()
         # Windows sit at fixed positions of this shard (multiples of ``lookahead`` documents), so a
-        # resumed stream re-tags exactly the batches the uninterrupted one did: dynamic int8
-        # quantization makes model outputs depend slightly on the batch they were computed in.
+        # resumed stream re-tags exactly the batches the uninterrupted one did: a model whose
+        # outputs depend slightly on the batch (dynamic quantization, GPU kernels) decides alike.
         local = max(0, (resume - shard + n_shards - 1) // n_shards)
         window_start = shard + (local // self.lookahead) * self.lookahead * n_shards
-        windows = self._windows(self._indexed_source(window_start))
-        try:
-            for window in self.step.read_ahead(windows, lambda w: [doc for _, doc in w]):
-                yield from self._process_window(window, n_shards, resume)
-        finally:  # the scan workers end with the pass (a next pass starts new ones)
-            self.step.tagger.close()
-
-    def _windows(self, source: Iterator[tuple[int, Any]]) -> Iterator[list[tuple[int, Any]]]:
-        """Consecutive windows of ``lookahead`` documents.
-
-        If the source fails (e.g. a corrupt shard), the documents it gave before the error come out
-        first, then the error.
-        """
-        while True:
-            window: list[tuple[int, Any]] = []
-            try:
-                for item in source:
-                    window.append(item)
-                    if len(window) >= self.lookahead:
-                        break
-            except Exception as exc:
-                if window:
-                    yield window
-                raise exc
-            if window:
-                yield window
-            if len(window) < self.lookahead:
-                return
-
-    def _process_window(self, window: list[tuple[int, Any]], n_shards: int, emit_from: int) -> Iterator[Any]:
-        if not window:
-            return
-        step = self.step
-        name = self.locate or (lambda i: f"document {i}")
-        texts = [step.text_of(doc, name(index)) for index, doc in window]
-        tagged_iter = iter(step.tag([t for t in texts if isinstance(t, str)]))
-        annotate = self.annotate or bool(self.hooks)
-        # everything that changes state happens here, document by document, so that a state_dict
-        # taken after any yielded document describes exactly what was emitted
-        for (index, doc), text in zip(window, texts, strict=True):
-            if index < emit_from:  # emitted before a resume; tagged again only to rebuild the batch
-                if isinstance(text, str):
-                    next(tagged_iter)
-                continue
-            if isinstance(text, InvalidDocumentError) and self.on_error == "raise":
-                raise text  # after every document before it; the state still points at this one
-            self._next_index = index + n_shards
-            if isinstance(text, InvalidDocumentError):
-                step.skip(index, text)
-                continue
-            result = step.decide(index, doc, text, next(tagged_iter), annotate=annotate)
-            if self.hooks:
-                # hooks also get each sentence's NLTK tokens, so the sidecar need not tokenize again
-                with_tokens = result.annotation_with_tokens()
-                for hook in self.hooks:
-                    hook(text, with_tokens)  # type: ignore[arg-type]
+        locate = self.locate
+        results = self.step.filter_documents(
+            self._indexed_source(window_start),
+            locate=(lambda d: locate(d.index)) if locate is not None else None,
+            hooks=self.hooks,
+            annotate=self.annotate,
+            emit_from=resume,
+        )
+        annotation_field = self.annotation_field if self.annotate else None
+        for doc, result in results:
+            self._next_index = doc.index + n_shards
             if result.kept:
                 yield output_document(
-                    doc,
-                    result,
-                    text_field=self.text_field,
-                    annotation_field=self.annotation_field if self.annotate else None,
+                    doc.data, result, text_field=self.text_field, annotation_field=annotation_field
                 )
 
 
