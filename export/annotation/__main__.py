@@ -1,0 +1,5 @@
+import sys
+
+from export.annotation.cli import main
+
+sys.exit(main())
