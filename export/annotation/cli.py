@@ -17,6 +17,8 @@ from pathlib import Path
 from export.annotation import agreement as agreement_step
 from export.annotation.batch import DEFAULT_GUIDE, write_batches
 from export.annotation.candidates import (
+    DEFAULT_TOKENS,
+    DEV_RULES,
     SPLITS,
     CandidateFinder,
     SourceSpec,
@@ -55,7 +57,9 @@ def cmd_candidates(args: argparse.Namespace) -> None:
         specs = load_recipe(args.recipe)
     else:
         tokens = tuple(parse_tokens(t) for t in args.tokens) if args.tokens else None
-        specs = [SourceSpec(s, args.pool, args.split, *((tokens,) if tokens else ())) for s in args.source]
+        specs = [
+            SourceSpec(s, args.pool, args.split, tokens or DEFAULT_TOKENS, args.dev_rule) for s in args.source
+        ]
     resolver = _resolver(args)
     dev = DevIndex.from_file(args.dev) if args.dev else None
     finder = CandidateFinder(resolver, Taxonomy.load(args.taxonomy), dev, seen_sentences(args.seen, resolver))
@@ -163,6 +167,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", action="append", default=[], metavar="LO:HI",
                    help="keep sentences of more than LO and at most HI NLTK tokens (repeat; default 16:128)")  # fmt: skip
     p.add_argument("--dev", type=Path, help="expert dev-set file: its documents and sentences stay out")
+    p.add_argument("--dev-rule", choices=DEV_RULES, default="text",
+                   help="text: a document holding a dev text anywhere is out; sentence: only as one of its sentences")  # fmt: skip
     p.add_argument(
         "--seen", action="append", default=[], help="candidates or labels whose sentences stay out (repeat)"
     )
