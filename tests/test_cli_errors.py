@@ -262,7 +262,7 @@ def test_detect_on_error_skip_skips_bad_documents(tmp_path: Path, capsys):
 
 def test_every_commands_defaults_pass_the_option_checks():
     """The range rules apply by option name to every command: none may reject a command's own default."""
-    from fairstream.cli import check_options
+    from fairstream.cli.options import check_options
 
     parser = build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

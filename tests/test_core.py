@@ -80,7 +80,7 @@ def test_every_setting_is_a_filter_option_with_help():
 
 
 def test_cli_options_and_config_file_build_the_same_config(tmp_path: Path):
-    from fairstream.cli import _apply_config
+    from fairstream.cli.options import apply_config
 
     argv = ["filter", "x.jsonl", "--lookahead", "7", "--caps", "muslim=0.02", "religion=0.05",
             "--min-tokens", "3", "--splitter", "fallback", "--max-doc-chars", "0"]  # fmt: skip
@@ -96,7 +96,7 @@ def test_cli_options_and_config_file_build_the_same_config(tmp_path: Path):
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"lookahead": 7, "caps": {"muslim": 0.02, "religion": 0.05}, "min-tokens": 3,
                                "splitter": "fallback", "max_doc_chars": 0}))  # fmt: skip
-    args = _apply_config(build_parser(), ["filter", "x.jsonl", "--config", str(cfg)])
+    args = apply_config(build_parser(), ["filter", "x.jsonl", "--config", str(cfg)])
     assert FilterConfig.from_namespace(args) == from_flags
 
 

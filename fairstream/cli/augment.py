@@ -1,9 +1,9 @@
 """The augmentation commands: ``augment``, ``swap-gender``, ``db-index`` and ``stereotype-score``.
 
 Parsing and printing only; the work is in ``fairstream.builders.substitute``, ``.gender_swap``,
-``.db_index`` and ``.stereotype``. ``register`` is called by ``fairstream.cli.build_parser`` with
+``.db_index`` and ``.stereotype``. ``register`` is called by ``fairstream.cli.parser.build_parser`` with
 its ``add`` helper, so every command gets the common options (``--config``, ``--verbose``,
-``--debug``) and the range checks of ``cli.ALLOWED``.
+``--debug``) and the range checks of ``fairstream.cli.options.ALLOWED``.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fairstream.cli.common import AddCommand
 from fairstream.models.names import shipped_models_text
-
-AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
 
 BIAS_DIR = "../shared/data/bias"
 
@@ -176,9 +175,8 @@ def cmd_db_index(args: argparse.Namespace) -> int:
 def cmd_stereotype_score(args: argparse.Namespace) -> int:
     """Stereotype score, ss / lms / ICAT and (with a reference set) mb-index of a causal LM."""
     from fairstream.builders.db_index import SentenceEncoder
-    from fairstream.builders.records import read_records, write_records
+    from fairstream.builders.records import BuilderConfigError, read_records, write_records
     from fairstream.builders.stereotype import CausalLM, load_intersentence, score_model
-    from fairstream.builders.substitute import BuilderConfigError
     from fairstream.io import write_json
 
     if args.dataset_size is not None and args.reference is None:

@@ -1,18 +1,17 @@
 """The fine-tuning data commands: ``fairstream build-sft`` and ``fairstream genmo-eval``.
 
 Parsing and printing only; the work is in ``fairstream.builders.sft`` and ``.genmo``. ``register``
-is called by ``fairstream.cli.build_parser`` with its ``add`` helper, so both commands get the
-common options (``--config``, ``--verbose``, ``--debug``) and the range checks of ``cli.ALLOWED``.
+is called by ``fairstream.cli.parser.build_parser`` with its ``add`` helper, so both commands get the
+common options (``--config``, ``--verbose``, ``--debug``) and the range checks of ``fairstream.cli.options.ALLOWED``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
 
-AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
+from fairstream.cli.common import AddCommand
 
 
 def _backend_options(p: argparse.ArgumentParser, max_new_tokens: int) -> None:
