@@ -18,7 +18,9 @@ from fairstream.builders.db_index import (
     load_comparison,
     stereoset_stereotypes,
 )
-from fairstream.builders.substitute import BiaserSubstitution, BiasProducer, BuilderConfigError
+from fairstream.builders.producers import BiasProducer
+from fairstream.builders.records import BuilderConfigError
+from fairstream.builders.substitute import BiaserSubstitution
 from fairstream.models.runtime import JointModel
 from fairstream.taxonomy import Taxonomy
 

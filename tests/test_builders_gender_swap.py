@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fairstream.builders.gender_swap import GenderLexicon, GenderSwapper
-from fairstream.builders.substitute import BuilderConfigError
+from fairstream.builders.records import BuilderConfigError
 
 
 @pytest.fixture(scope="module")

@@ -7,22 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from fairstream.builders.sft import (
-    CHECKPOINT,
-    OUTPUT_FILES,
+from fairstream.builders.records import BuilderConfigError
+from fairstream.builders.sft import ExploratoryBuilder, build_sft
+from fairstream.builders.sft_items import generation_item, read_story_items
+from fairstream.builders.sft_outputs import CHECKPOINT, OUTPUT_FILES, REJECTION_REASONS
+from fairstream.builders.story_pairs import (
     PROMPT_VERSION,
-    REJECTION_REASONS,
     SFT_QUESTION,
-    BuilderConfigError,
-    ExploratoryBuilder,
-    build_sft,
     gendered_terms,
-    generation_item,
     in_rouge_range,
     infer_names,
     parse_judgment,
     parse_story_pair,
-    read_story_items,
     rouge1_f,
     swap_map,
     swap_text,

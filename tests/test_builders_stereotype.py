@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fairstream.builders.records import BuilderConfigError
 from fairstream.builders.stereotype import (
     OPTIONS,
     icat,
@@ -16,7 +17,6 @@ from fairstream.builders.stereotype import (
     mb_index,
     scores_from_similarities,
 )
-from fairstream.builders.substitute import BuilderConfigError
 from fairstream.cli import main
 from tests.test_annotate import SMOLLM2_GGUF, smollm2_dir
 

@@ -9,16 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fairstream.builders.records import read_records, write_records
-from fairstream.builders.substitute import (
-    BiaserSubstitution,
-    BiasProducer,
-    BuilderConfigError,
-    apply_substitutions,
-    extractive_summary,
-    indefinite_article,
-    match_case,
-)
+from fairstream.builders.producers import BiasProducer
+from fairstream.builders.records import BuilderConfigError, read_records, write_records
+from fairstream.builders.substitute import BiaserSubstitution, apply_substitutions, extractive_summary
+from fairstream.builders.surface_forms import indefinite_article, match_case
 from fairstream.errors import ShardError
 from fairstream.models.encoding import MentionInput
 from fairstream.models.runtime import JointModel

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from fairstream.builders.substitute import BuilderConfigError
+from fairstream.builders.records import BuilderConfigError
 from fairstream.errors import MissingDependencyError
 
 logger = logging.getLogger(__name__)

@@ -32,8 +32,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fairstream.builders.records import source_id, with_provenance
-from fairstream.builders.substitute import BuilderConfigError, match_case
+from fairstream.builders.records import BuilderConfigError, source_id, with_provenance
+from fairstream.builders.surface_forms import match_case
 from fairstream.errors import MissingDependencyError
 
 logger = logging.getLogger(__name__)

@@ -7,6 +7,7 @@ Small and stable on purpose (other builders import it):
 * ``write_records(path, records)`` writes ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` atomically.
 * ``with_provenance(record, ...)`` adds a ``provenance`` object: source id, builder, builder
   version, what changed and where (character offsets into the source text).
+* ``BuilderConfigError``: a bad builder argument or input list, the error of every builder.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fairstream.errors import ShardError
+from fairstream.errors import FairStreamError, ShardError
 from fairstream.io import (
     SHARD_SUFFIXES,
     OnError,
@@ -29,6 +30,11 @@ from fairstream.io import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+class BuilderConfigError(FairStreamError, ValueError):
+    """A builder argument or input list is invalid; the message names it and what is allowed."""
+
 
 BUILDERS_VERSION = "builders-v1"
 PROVENANCE_KEY = "provenance"

@@ -30,9 +30,9 @@ Every training record carries ``provenance`` (``records.with_provenance``): sour
 prompt version, seed, side. GenMO is an evaluation set: building from it is refused unless
 ``allow_eval_data`` is set (for testing the pipeline), and such records are marked.
 
-The prompts and the text functions (parsing, ROUGE, the CDA swap) are in ``story_pairs``; this
-module (over 500 lines: items, the builder, its checkpoint and output files read best together)
-is the pipeline.
+The prompts and the text functions (parsing, ROUGE, the CDA swap) are in ``story_pairs``, the
+items (generated or read from a file) in ``sft_items``, the checkpoint and the training files in
+``sft_outputs``; this module is the pipeline (``ExploratoryBuilder``, ``build_sft``).
 """
 
 from __future__ import annotations
@@ -42,27 +42,27 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fairstream.annotate import RAW_SEPARATOR, prepare_output
-from fairstream.builders.genmo import STANCES, ask_stance
-from fairstream.builders.records import with_provenance, write_records
+from fairstream.builders.genmo import ask_stance
+from fairstream.builders.records import BuilderConfigError, write_records
+from fairstream.builders.sft_items import Item, Side, generation_item
+from fairstream.builders.sft_outputs import (
+    CHECKPOINT,
+    REJECTION_REASONS,
+    BuildResult,
+    check_settings,
+    read_checkpoint,
+    training_records,
+)
 from fairstream.builders.story_pairs import (
-    FEMALE_NAMES,
     JUDGMENT_PROMPT,
     JUDGMENT_RETRY_PROMPT,
-    MALE_NAMES,
     PROMPT_VERSION,
     ROUGE_RANGE,
-    SETTINGS,
-    SFT_QUESTION,
-    STORY_PAIR_PROMPT,
     STORY_RETRY_PROMPT,
-    THEMES,
     gendered_terms,
     in_rouge_range,
     infer_names,
@@ -70,162 +70,13 @@ from fairstream.builders.story_pairs import (
     parse_story_pair,
     rouge1_f,
     stance_explanation,
-    swap_map,
-    swap_text,
 )
-from fairstream.errors import FairStreamError, ShardError, option
+from fairstream.errors import option
 from fairstream.llm import ChatBackend, Message
 
 logger = logging.getLogger(__name__)
 
-BUILDER = "exploratory-sft"
-CHECKPOINT = "pairs.jsonl"
-REJECTION_REASONS = (
-    "pair_unparsed",
-    "rouge_out_of_range",
-    "duplicate_story",
-    "stance_unparsed",
-    "same_stance",
-    "judgment_unparsed",
-    "judgment_not_neutral",
-)
-OUTPUT_FILES = ("sft", "sft_messages", "dpo", "dpo_messages", "cda", "cda_messages")
 
-
-class BuilderConfigError(FairStreamError, ValueError):
-    """A bad argument or input file; the message names it and what is allowed."""
-
-
-# -- items ----------------------------------------------------------------------------------------
-@dataclass
-class Side:
-    """One story of a pair with the model's stance and the judgments."""
-
-    story: str
-    character_name: str | None = None
-    stance: str | None = None
-    explanation: str | None = None
-    neutral_explanation: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The paper's per-side record (``story``, ``character_name``, ``stance``, ...)."""
-        return {
-            "story": self.story,
-            "character_name": self.character_name,
-            "stance": self.stance,
-            "explanation": self.explanation,
-            "neutral_explanation": self.neutral_explanation,
-        }
-
-
-@dataclass
-class Item:
-    """One attempt: a prompt to generate a pair from, or a pair read from a file."""
-
-    uid: str
-    source: str
-    prompt: str | None = None
-    hints: dict[str, str] = field(default_factory=dict)
-    male: Side | None = None
-    female: Side | None = None
-    eval_set: str | None = None
-
-
-def generation_item(index: int, seed: int) -> Item:
-    """The ``index``-th generation attempt: setting, theme and names drawn from ``(seed, index)``."""
-    rng = np.random.default_rng([seed, index])
-    hints = {
-        "setting": SETTINGS[int(rng.integers(len(SETTINGS)))],
-        "theme": THEMES[int(rng.integers(len(THEMES)))],
-        "male_name": MALE_NAMES[int(rng.integers(len(MALE_NAMES)))],
-        "female_name": FEMALE_NAMES[int(rng.integers(len(FEMALE_NAMES)))],
-    }
-    return Item(
-        uid=f"gen-{index}", source=f"generated:{index}", prompt=STORY_PAIR_PROMPT.format(**hints), hints=hints
-    )
-
-
-def _looks_like_genmo(path: Path, rec: dict[str, Any]) -> bool:
-    return "genmo" in path.name.lower() or ({"male_story", "female_story", "environment"} <= set(rec))
-
-
-def read_story_items(path: str | Path, *, allow_eval_data: bool = False) -> list[Item]:
-    """Story pairs from a file (a JSON list, or JSON lines).
-
-    Records are GenMO-style ``{"male_story", "female_story"}`` or the paper's ``{"male": {"story",
-    "character_name", ...}, "female": ...}``; stances, explanations and neutral explanations found
-    there are used, not asked again.
-
-    Raises:
-        ShardError: A record lacks the stories; the message names ``file`` and the record.
-        BuilderConfigError: The file is the GenMO evaluation set and ``allow_eval_data`` is off.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ShardError(f"{path}: stories file not found")
-    if path.suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ShardError(f"{path}: not a JSON file ({exc}); give a JSON list or JSON lines") from None
-        if not isinstance(data, list):
-            raise ShardError(f"{path}: expected a JSON list of story pairs, got {type(data).__name__}")
-        records: list[Any] = data
-    else:
-        from fairstream.io import read_jsonl
-
-        records = list(read_jsonl(path))
-    items = []
-    seen: dict[str, int] = {}
-    for i, rec in enumerate(records):
-        where = f"{path}: pair {i}"
-        if not isinstance(rec, dict):
-            raise ShardError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-        sides = []
-        for gender in ("male", "female"):
-            nested = rec.get(gender)
-            if isinstance(nested, dict):
-                side = Side(
-                    story=nested.get("story") or "",
-                    character_name=nested.get("character_name"),
-                    stance=nested.get("stance"),
-                    explanation=nested.get("explanation"),
-                    neutral_explanation=nested.get("neutral_explanation"),
-                )
-            else:
-                side = Side(story=rec.get(f"{gender}_story") or "", character_name=rec.get(f"{gender}_name"))
-            if not isinstance(side.story, str) or not side.story.strip():
-                raise ShardError(
-                    f"{where}: needs a non-empty '{gender}_story' (or '{gender}': {{'story': ...}})"
-                )
-            if side.stance is not None and side.stance not in STANCES:
-                raise ShardError(f"{where}: {gender} stance {side.stance!r} is not one of {STANCES}")
-            sides.append(side)
-        eval_set = "GenMO" if _looks_like_genmo(path, rec) else None
-        if eval_set and not allow_eval_data:
-            raise BuilderConfigError(
-                f"{path} looks like the GenMO evaluation set, which must never be used for training; "
-                "pass --allow-eval-data only to test the pipeline (the records are marked eval_set=GenMO)"
-            )
-        key = rec.get("id", i)
-        if f"{path.name}:{key}" in seen:
-            raise ShardError(
-                f"{where}: id {key!r} repeats pair {seen[f'{path.name}:{key}']}; ids must be unique"
-            )
-        seen[f"{path.name}:{key}"] = i
-        items.append(
-            Item(
-                uid=f"{path.name}:{key}",
-                source=f"{path.name}:{key}",
-                male=sides[0],
-                female=sides[1],
-                eval_set=eval_set,
-            )
-        )
-    return items
-
-
-# -- the builder --------------------------------------------------------------------------------------
 class ExploratoryBuilder:
     """Runs the four steps on items and appends one checkpoint line per item.
 
@@ -361,99 +212,6 @@ class ExploratoryBuilder:
         return record
 
 
-# -- files ------------------------------------------------------------------------------------------
-def read_checkpoint(path: Path) -> list[dict[str, Any]]:
-    """The records of a checkpoint file (after ``prepare_output`` dropped a cut-off last line)."""
-    from fairstream.io import read_jsonl
-
-    return list(read_jsonl(path)) if path.exists() else []
-
-
-def training_records(kept: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The SFT, DPO and CDA records (both TRL formats each) of kept checkpoint records."""
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in OUTPUT_FILES}
-    for rec in kept:
-        sides = {g: rec[g] for g in ("male", "female")}
-        prompts = {g: f"{s['story']}\n\n{SFT_QUESTION}" for g, s in sides.items()}
-        originals = {g: _judgment_text(s) for g, s in sides.items()}
-        for g, s in sides.items():
-            base = {k: v for k, v in rec["provenance"].items() if k != "source_item"}
-            prov = {"source": rec["source"], "builder": BUILDER, "pair": rec["uid"], "side": g, **base}
-            user = [{"role": "user", "content": prompts[g]}]
-            neutral = s["neutral_explanation"]
-            other = "female" if g == "male" else "male"
-            swapped = swap_text(originals[other], swap_map(sides[other]["story"], s["story"]))
-            rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-                ("sft", {"prompt": prompts[g], "completion": neutral}, {}),
-                ("sft_messages", {"messages": [*user, {"role": "assistant", "content": neutral}]}, {}),
-                ("dpo", {"prompt": prompts[g], "chosen": neutral, "rejected": originals[g]}, {}),
-                (
-                    "dpo_messages",
-                    {
-                        "prompt": user,
-                        "chosen": [{"role": "assistant", "content": neutral}],
-                        "rejected": [{"role": "assistant", "content": originals[g]}],
-                    },
-                    {},
-                ),
-            ]
-            for kind, completion in (("original", originals[g]), ("swapped", swapped)):
-                rows.append(("cda", {"prompt": prompts[g], "completion": completion}, {"cda": kind}))
-                rows.append(
-                    (
-                        "cda_messages",
-                        {"messages": [*user, {"role": "assistant", "content": completion}]},
-                        {"cda": kind},
-                    )
-                )
-            for name, row, extra in rows:
-                out[name].append(with_provenance(row, **prov, **extra))
-    return out
-
-
-def _judgment_text(side: dict[str, Any]) -> str:
-    explanation = (side.get("explanation") or "").strip()
-    return f"{side['stance']}. {explanation}" if explanation else f"{side['stance']}."
-
-
-@dataclass
-class BuildResult:
-    """What a run did and what the output folder now holds."""
-
-    this_run: dict[str, int]
-    total: dict[str, int]
-    rejected: dict[str, int]
-    outputs: dict[str, int]
-    paths: dict[str, str]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result as a plain dict (the ``stats.json`` content without settings)."""
-        return {
-            "this_run": self.this_run,
-            "total": self.total,
-            "rejected": self.rejected,
-            "outputs": self.outputs,
-            "paths": self.paths,
-        }
-
-
-def _check_settings(out_dir: Path, settings: dict[str, Any], has_records: bool) -> None:
-    """Refuse to mix runs with other settings in one folder; a folder without records is free."""
-    from fairstream.io import write_json
-
-    path = out_dir / "settings.json"
-    if path.exists() and has_records:
-        old = json.loads(path.read_text(encoding="utf-8"))
-        diff = {k: (old.get(k), v) for k, v in settings.items() if old.get(k) != v}
-        if diff:
-            raise BuilderConfigError(
-                f"{out_dir} holds a run with other settings {diff} (old, new); resume with the same "
-                "settings or write to another --output folder"
-            )
-    else:
-        write_json(path, settings)
-
-
 def build_sft(
     out_dir: str | Path,
     builder: ExploratoryBuilder,
@@ -496,7 +254,7 @@ def build_sft(
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = out / CHECKPOINT
     done = prepare_output(checkpoint)
-    _check_settings(
+    check_settings(
         out,
         {
             "model": builder.model_id,
@@ -570,14 +328,3 @@ def build_sft(
     )
     logger.info("%s: %s", out, result.to_dict())
     return result
-
-
-def format_build_result(result: BuildResult) -> str:
-    """A few lines for the terminal: kept pairs, rejections by reason, files written."""
-    lines = [
-        f"this run: {result.this_run['attempts']} attempts, {result.this_run['kept']} kept; "
-        f"folder: {result.total['attempts']} attempts, {result.total['kept']} kept pairs",
-        "rejected (folder): " + ", ".join(f"{k}={v}" for k, v in result.rejected.items()),
-    ]
-    lines += [f"wrote {result.outputs[name]:>4} records to {path}" for name, path in result.paths.items()]
-    return "\n".join(lines)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from fairstream.builders.substitute import BuilderConfigError
+from fairstream.builders.records import BuilderConfigError
 from fairstream.errors import ModelError
 from fairstream.llm import BackendError, load_causal_lm
 

@@ -21,19 +21,17 @@ loses the substituted biaser is not used and is counted.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-from fairstream.builders.records import source_id, with_provenance
+from fairstream.builders.producers import BiasProducer, all_forms
+from fairstream.builders.records import BuilderConfigError, source_id, with_provenance
+from fairstream.builders.surface_forms import ARTICLE_BEFORE, case_like, indefinite_article, match_case
 from fairstream.detect import KeywordDetector, Mention
-from fairstream.errors import FairStreamError
-from fairstream.taxonomy import Attribute, Taxonomy
 
 logger = logging.getLogger(__name__)
 
@@ -42,171 +40,6 @@ MORPHISMS = ("none", "downshift", "upshift")
 Morphism = Literal["none", "downshift", "upshift"]
 
 
-class BuilderConfigError(FairStreamError, ValueError):
-    """A builder argument or input list is invalid; the message names it and what is allowed."""
-
-
-# -- producers ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Biaser:
-    """One interchangeable biaser: singular form, optional plural, gloss for the WSD model."""
-
-    singular: str
-    plural: str | None
-    gloss: str
-
-    @property
-    def forms(self) -> tuple[str, ...]:
-        """Lowercase surface forms matched in text."""
-        return (self.singular,) if self.plural is None else (self.singular, self.plural)
-
-    def form(self, plural: bool) -> tuple[str, str]:
-        """The form for a singular or plural source, and a suffix (``" people"`` when no plural exists)."""
-        if not plural:
-            return self.singular, ""
-        return (self.plural, "") if self.plural is not None else (self.singular, " people")
-
-
-def _plural_of(attr: Attribute) -> str | None:
-    for form in attr.forms:
-        if form != attr.keyword and form in (attr.keyword + "s", attr.keyword + "es"):
-            return form
-    return None
-
-
-@dataclass(frozen=True)
-class BiasProducer:
-    """A named set of at least two interchangeable biasers (order defines the cyclic shifts)."""
-
-    name: str
-    biasers: tuple[Biaser, ...]
-
-    def __post_init__(self) -> None:
-        if len(self.biasers) < 2:
-            raise BuilderConfigError(
-                f"bias producer {self.name!r} has {len(self.biasers)} biaser(s); it needs at least 2"
-            )
-        seen: dict[str, str] = {}
-        for b in self.biasers:
-            for f in b.forms:
-                if f in seen:
-                    raise BuilderConfigError(
-                        f"bias producer {self.name!r}: form {f!r} belongs to both {seen[f]!r} and {b.singular!r}"
-                    )
-                seen[f] = b.singular
-
-    @classmethod
-    def from_taxonomy(cls, taxonomy: Taxonomy, attribute_class: str) -> BiasProducer:
-        """The keywords of one taxonomy class, with their plural forms and glosses."""
-        classes = taxonomy.classes
-        if attribute_class not in classes:
-            raise BuilderConfigError(
-                f"--producer {attribute_class!r} is not a class of {taxonomy.name}; allowed: {sorted(classes)}"
-            )
-        biasers = []
-        for attr in classes[attribute_class]:
-            plural = _plural_of(attr)
-            # other listed variants ("non-binary") are matched too but written as the keyword
-            biasers.append(Biaser(attr.keyword, plural, attr.gloss))
-            extra = [f for f in attr.forms if f not in (attr.keyword, plural)]
-            if extra:
-                biasers[-1] = _WithVariants(attr.keyword, plural, attr.gloss, tuple(extra))
-        return cls(attribute_class, tuple(biasers))
-
-    @classmethod
-    def from_file(cls, path: str | Path, taxonomy: Taxonomy | None = None) -> BiasProducer:
-        """Read a biasers file: JSON ``{"name", "biasers": [{"singular", "plural"?, "gloss"?}]}``.
-
-        Or plain text, one biaser per line: ``singular[, plural]`` (``#`` starts a comment). A biaser
-        without a gloss takes the taxonomy's gloss when it is a taxonomy keyword, else ``"who is X"``.
-        """
-        path = Path(path)
-        if not path.is_file():
-            raise BuilderConfigError(f"--biasers {path}: file not found")
-        taxonomy = taxonomy or Taxonomy.default()
-        text = path.read_text(encoding="utf-8")
-        entries: list[dict[str, Any]] = []
-        name = path.stem
-        if path.suffix == ".json":
-            try:
-                data = json.loads(text)
-                name = str(data.get("name", name))
-                entries = list(data["biasers"])
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-                raise BuilderConfigError(
-                    f"--biasers {path}: expected JSON {{'name', 'biasers': [{{'singular', 'plural'?, 'gloss'?}}]}} "
-                    f"({type(exc).__name__}: {exc})"
-                ) from None
-        else:
-            for lineno, line in enumerate(text.splitlines(), start=1):
-                line = line.split("#", 1)[0].strip()
-                if not line:
-                    continue
-                parts = [p.strip() for p in line.split(",")]
-                if len(parts) > 2 or not all(parts):
-                    raise BuilderConfigError(
-                        f"--biasers {path}:{lineno}: expected 'singular' or 'singular, plural', got {line!r}"
-                    )
-                entries.append({"singular": parts[0], "plural": parts[1] if len(parts) == 2 else None})
-        biasers = []
-        for i, e in enumerate(entries):
-            if not isinstance(e, dict) or not isinstance(e.get("singular"), str) or not e["singular"].strip():
-                raise BuilderConfigError(f"--biasers {path}: biaser {i + 1} needs a non-empty 'singular'")
-            singular = " ".join(e["singular"].lower().split())
-            plural = " ".join(e["plural"].lower().split()) if e.get("plural") else None
-            gloss = e.get("gloss")
-            if not gloss:
-                gloss = taxonomy[singular].gloss if singular in taxonomy else f"who is {singular}"
-            biasers.append(Biaser(singular, plural, str(gloss)))
-        return cls(name, tuple(biasers))
-
-    def taxonomy(self) -> Taxonomy:
-        """A taxonomy of this producer's forms, so the shared keyword detector can match them."""
-        attrs = [
-            Attribute(keyword=b.singular, attribute_class=self.name, gloss=b.gloss, forms=_all_forms(b))
-            for b in self.biasers
-        ]
-        return Taxonomy(f"producer:{self.name}", attrs, source=f"producer {self.name}")
-
-
-@dataclass(frozen=True)
-class _WithVariants(Biaser):
-    variants: tuple[str, ...] = ()
-
-
-def _all_forms(b: Biaser) -> tuple[str, ...]:
-    return b.forms + (b.variants if isinstance(b, _WithVariants) else ())
-
-
-# -- surface-form helpers -------------------------------------------------------------------------
-def match_case(target: str, surface: str) -> str:
-    """Write ``target`` in the casing style of ``surface``: UPPER, Title (per word), Capitalized or lower."""
-    letters = [c for c in surface if c.isalpha()]
-    if len(letters) > 1 and all(c.isupper() for c in letters):
-        return target.upper()
-    if surface[:1].isupper():  # "Muslim" -> "Native American": a capitalized name capitalizes every word
-        return " ".join(w[:1].upper() + w[1:] for w in target.split(" "))
-    return target
-
-
-# "a" before these vowel letters (a consonant sound), "an" before these silent h's
-_A_BEFORE = re.compile(r"^(?:uni|uk|use|usu|ura|uro|ure|uti|eu|ewe|one\b|once)", re.IGNORECASE)
-_AN_BEFORE = re.compile(r"^(?:hour|honest|honou?r|heir)", re.IGNORECASE)
-
-
-def indefinite_article(word: str) -> str:
-    """``"a"`` or ``"an"`` for the word that follows (spelling rules with the common exceptions)."""
-    if _AN_BEFORE.match(word):
-        return "an"
-    if word[:1].lower() in "aeiou" and not _A_BEFORE.match(word):
-        return "an"
-    return "a"
-
-
-_ARTICLE_BEFORE = re.compile(r"(?<!\w)(an?)(\s+)$", re.IGNORECASE)
-
-
-# -- the builder ----------------------------------------------------------------------------------
 @dataclass
 class SubstitutionStats:
     """Counts of one run (they add, so shards can be merged)."""
@@ -306,7 +139,7 @@ class BiaserSubstitution:
             raise BuilderConfigError(f"summary_ratio={summary_ratio!r} must be in (0, 1]")
         self.producer = producer
         self.detector = KeywordDetector(producer.taxonomy())
-        self._by_form = {f: b for b in producer.biasers for f in _all_forms(b)}
+        self._by_form = {f: b for b in producer.biasers for f in all_forms(b)}
         self._index = {b.singular: i for i, b in enumerate(producer.biasers)}
         self.wsd = wsd
         self._model = model
@@ -383,12 +216,12 @@ class BiaserSubstitution:
             ):
                 new, end = new + text[end] + ("S" if new.isupper() else "s"), end + 1
             subs.append(Substitution(m.start, end, text[m.start : end], new, "biaser"))
-            art = _ARTICLE_BEFORE.search(text, 0, m.start)
+            art = ARTICLE_BEFORE.search(text, 0, m.start)
             if art is not None:
                 old_art = art.group(1)
                 want = indefinite_article(new)
                 if old_art.lower() != want:
-                    new_art = match_case(want, old_art) if len(old_art) > 1 else _case_like(want, old_art)
+                    new_art = match_case(want, old_art) if len(old_art) > 1 else case_like(want, old_art)
                     subs.append(Substitution(art.start(1), art.end(1), old_art, new_art, "article"))
         return subs, mapping
 
@@ -519,7 +352,3 @@ def extractive_summary(
     )
     keep = sorted(must | set(scored[: max(0, budget - len(must))]))
     return " ".join(text[spans[i][0] : spans[i][1]] for i in keep)
-
-
-def _case_like(word: str, like: str) -> str:
-    return word[:1].upper() + word[1:] if like[:1].isupper() else word

@@ -61,8 +61,9 @@ def _finish(args: argparse.Namespace, n: int, stats: dict[str, Any]) -> None:
 # -- augment ----------------------------------------------------------------------------------------
 def cmd_augment(args: argparse.Namespace) -> int:
     """Biaser substitution: balanced copies of every entry that mentions a biaser as people."""
-    from fairstream.builders.records import write_records
-    from fairstream.builders.substitute import BiaserSubstitution, BiasProducer, BuilderConfigError
+    from fairstream.builders.producers import BiasProducer
+    from fairstream.builders.records import BuilderConfigError, write_records
+    from fairstream.builders.substitute import BiaserSubstitution
     from fairstream.taxonomy import Taxonomy
 
     if (args.producer is None) == (args.biasers is None):
@@ -137,7 +138,7 @@ def cmd_swap_gender(args: argparse.Namespace) -> int:
 def cmd_db_index(args: argparse.Namespace) -> int:
     """db-index of one or more datasets against the same comparison sample."""
     from fairstream.builders.db_index import SentenceEncoder, db_index, load_comparison
-    from fairstream.builders.substitute import BuilderConfigError
+    from fairstream.builders.records import BuilderConfigError
     from fairstream.io import write_json
 
     if not 2 <= args.k_min <= args.k_max:

@@ -64,7 +64,9 @@ def _make_backend(args: argparse.Namespace) -> object | None:
 
 def cmd_build_sft(args: argparse.Namespace) -> int:
     """Story pairs -> exploratory SFT and DPO files and the CDA baseline (resumable)."""
-    from fairstream.builders.sft import ExploratoryBuilder, build_sft, format_build_result, read_story_items
+    from fairstream.builders.sft import ExploratoryBuilder, build_sft
+    from fairstream.builders.sft_items import read_story_items
+    from fairstream.builders.sft_outputs import format_build_result
 
     items = None
     if args.stories:
