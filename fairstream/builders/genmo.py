@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fairstream.annotate import RAW_SEPARATOR, prepare_output
+from fairstream.annotate.files import prepare_output
+from fairstream.annotate.prompts import RAW_SEPARATOR
 from fairstream.errors import FairStreamError, ShardError, option
 from fairstream.llm import ChatBackend, Message
 

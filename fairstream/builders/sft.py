@@ -45,7 +45,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fairstream.annotate import RAW_SEPARATOR, prepare_output
+from fairstream.annotate.files import prepare_output
+from fairstream.annotate.prompts import RAW_SEPARATOR
 from fairstream.builders.genmo import ask_stance
 from fairstream.builders.records import BuilderConfigError, write_records
 from fairstream.builders.sft_items import Item, Side, generation_item

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fairstream.annotate import RAW_SEPARATOR
+from fairstream.annotate.prompts import RAW_SEPARATOR
 from fairstream.builders.genmo import is_option_line
 from fairstream.errors import MissingDependencyError
 
