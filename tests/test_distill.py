@@ -15,7 +15,8 @@ from export import distill
 from export import train as train_module
 from export.config import TrainConfig
 from export.distill import attach_soft_labels, distillation_loss, load_pool, load_soft_labels, pair_key
-from export.train import distilled_loss, fit, gold_loss, predict, warn_if_bf16_is_emulated
+from export.losses import distilled_loss, gold_loss
+from export.train import fit, predict, warn_if_bf16_is_emulated
 from fairstream.errors import FairStreamError
 from fairstream.models.labels import load_labelled_pairs
 from tests.test_train_sweep import tiny_encoder, write_pairs  # noqa: F401  (fixture)
