@@ -366,3 +366,29 @@ def test_cli_refuses_a_run_trained_on_dev_or_of_the_wrong_size(tmp_path: Path):
     np.save(run / "dev_regard.npy", np.full((9, 3), 1 / 3))
     with pytest.raises(SystemExit, match=r"expected \(10, 3\)"):
         main(["--run", str(run), "--dev", str(dev)])
+
+
+def test_one_rule_at_the_threshold_for_every_model_kind(monkeypatch):
+    """JointModel, TorchJointModel and a cascade all decide through decision.predictions_from_logits.
+
+    Logits whose P(yes) lies within float32 rounding of the threshold: a backend that took the
+    softmax in another precision would decide some of them differently.
+    """
+    from fairstream.models import decision, torch_backend
+    from fairstream.models.cascade import Cascade
+
+    assert torch_backend.predictions_from_logits is decision.predictions_from_logits
+    # P(yes) = sigmoid(d) for logits (0, d, -inf-ish): d near 0 puts it near the 0.5 threshold
+    d = np.linspace(-1e-6, 1e-6, 401, dtype=np.float32)
+    wsd = np.stack([np.zeros_like(d), d, np.full_like(d, -30.0)], axis=1)
+    reg = np.tile(np.array([[0.1, 0.0, -0.1]], dtype=np.float32), (len(d), 1))
+    want = decision.predictions_from_logits(wsd, reg, 0.5)
+    assert 0 < sum(p.person for p in want) < len(d)  # the threshold cuts through the set
+    monkeypatch.setattr(JointModel, "predict_logits", lambda self, items: (wsd, reg))
+    single = JointModel(default_model_dir("joint-v6"))
+    cascade = JointModel()  # the shipped default is a cascade: a model of its own
+    assert isinstance(cascade, Cascade) and cascade.cascade is cascade
+    monkeypatch.setattr(Cascade, "predict_logits", lambda self, items: (wsd, reg))
+    for model in (single, cascade):
+        assert model.wsd_threshold == 0.5
+        assert model.predict([None] * len(d)) == want  # type: ignore[list-item]

@@ -26,6 +26,12 @@ from fairstream.taxonomy import Taxonomy
 NO_CUDA = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"
 
 
+def is_backend(model, cls) -> bool:
+    """Whether ``model`` runs on ``cls``: itself, or both members of a cascade (the default model)."""
+    members = [model.fast, model.full] if model.cascade is not None else [model]
+    return all(isinstance(m, cls) for m in members)
+
+
 @pytest.fixture(scope="module")
 def dev_items(shared_dir) -> list[MentionInput]:
     tax = Taxonomy.default()
@@ -123,7 +129,9 @@ def test_torch_model_pickles_without_weights(torch_cpu):
     import pickle
 
     clone = pickle.loads(pickle.dumps(torch_cpu))
-    assert clone._module is None and clone.device == "cpu" and clone.threads == 1
+    members = [clone.fast, clone.full] if clone.cascade is not None else [clone]
+    assert all(isinstance(m, TorchJointModel) and m._module is None for m in members)
+    assert clone.device == "cpu" and clone.threads == 1
 
 
 @pytest.mark.parametrize("value", ["gpu", "cuda:", "cuda:x", "CUDA:-1", "", 0, None])
@@ -138,13 +146,13 @@ def test_device_values_accepted():
 
 def test_cpu_device_is_onnx_runtime_int8():
     model = load_model(device="cpu", batch_size=4)
-    assert isinstance(model, JointModel) and model.batch_size == 4
+    assert is_backend(model, JointModel) and model.batch_size == 4
 
 
 def test_auto_without_cuda_is_onnx_runtime():
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: auto picks it")
-    assert isinstance(load_model(device="auto"), JointModel)
+    assert is_backend(load_model(device="auto"), JointModel)
 
 
 def test_cuda_without_gpu_is_a_clear_error():
@@ -200,11 +208,11 @@ def test_device_setting_reaches_the_stream_and_the_filter_job(tmp_path):
     from fairstream.stream.dataset import FairStream
 
     stream = FairStream(["A text."], device="cpu")
-    assert isinstance(stream.step.tagger.model, JointModel)
+    assert is_backend(stream.step.tagger.model, JointModel)
     shard = tmp_path / "in.jsonl"
     shard.write_text('{"text": "A text."}\n')
     job = FilterJob([shard], tmp_path / "out", config=FilterConfig(device="cpu", batch_size=3))
-    assert isinstance(job.model, JointModel) and job.model.batch_size == 3
+    assert is_backend(job.model, JointModel) and job.model.batch_size == 3
     if not torch.cuda.is_available():
         gpu_stream = FairStream(
             [
@@ -213,7 +221,7 @@ def test_device_setting_reaches_the_stream_and_the_filter_job(tmp_path):
             device="cuda",
         )
         model = gpu_stream.step.tagger.model
-        assert isinstance(model, TorchJointModel) and model.batch_size is None  # default 8 = auto on GPU
+        assert is_backend(model, TorchJointModel) and model.batch_size is None  # default 8 = auto on GPU
         assert FairStream(["x"], device="cuda", batch_size=64).step.tagger.model.batch_size == 64
         with pytest.raises(ModelError, match="no CUDA device"):
             list(gpu_stream)

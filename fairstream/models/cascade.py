@@ -38,7 +38,13 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import ModelError
-from fairstream.models.decision import REGARD_OFFSETS_KEY, regard_offsets_of, softmax
+from fairstream.models.decision import (
+    REGARD_OFFSETS_KEY,
+    Prediction,
+    predictions_from_logits,
+    regard_offsets_of,
+    softmax,
+)
 from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput
 
 logger = logging.getLogger(__name__)
@@ -106,6 +112,18 @@ def cascade_spec(
     return member(spec["fast"]), member(spec["full"]), rule
 
 
+def read_cascade_config(model_dir: Path) -> dict[str, Any]:
+    """A cascade folder's ``config.json``, checked to be readable and named."""
+    cfg_path = model_dir / "config.json"
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{cfg_path}: cannot read the cascade's config ({exc})") from None
+    if not isinstance(cfg, dict) or "name" not in cfg:
+        raise ModelError(f"{cfg_path}: missing field 'name'")
+    return cfg
+
+
 def is_cascade(model_dir: Path) -> bool:
     """Whether ``model_dir`` holds a cascade's config (a cheap check that loads no model)."""
     try:
@@ -115,39 +133,94 @@ def is_cascade(model_dir: Path) -> bool:
 
 
 class Cascade:
-    """Routes mentions between two loaded models that share the ``predict_logits`` interface.
+    """A model made of two: routes mentions between a fast and a full model (see the module doc).
 
-    ``make(spec)`` builds a member model (a ``JointModel`` or ``TorchJointModel``) from a name or
-    folder, so both members get the caller's device, batch size and threads. Counts what it routed
-    (``seen``, ``routed``) for benchmarks and logs.
+    It has the interface of the models it is made of (``name``, ``model_dir``, ``config``,
+    ``predict``, ``predict_logits``, ``wsd_threshold``, ``regard_offsets``, ``batch_invariant``,
+    ``close``, ...); other settings (``device``, ``batch_size``, ``providers``, ...) are its full
+    model's. ``JointModel(folder)`` and ``TorchJointModel(folder)`` return one for a cascade folder.
+
+    Args:
+        model_dir: the cascade's folder (its ``config.json`` has a ``"cascade"`` section).
+        make: builds a member model from a name or folder (e.g. ``functools.partial(JointModel,
+            batch_size=8)``), so both members get the caller's backend, device, batch size and
+            threads; it must pickle (members are rebuilt in the process that unpickles).
+
+    Counts what it routed (``seen``, ``routed``, ``last_routed``) for benchmarks and logs.
     """
 
-    def __init__(self, model_dir: Path, config: dict[str, Any], make: Callable[[str | Path], Any]) -> None:
-        spec = cascade_spec(model_dir, config)
+    cascade: Cascade  # itself: callers that handle a cascade's members apart find them here
+
+    def __init__(self, model_dir: str | Path, make: Callable[..., Any]) -> None:
+        self.model_dir = Path(model_dir)
+        self.config = read_cascade_config(self.model_dir)
+        self.name: str = self.config["name"]
+        spec = cascade_spec(self.model_dir, self.config)
         if spec is None:
-            raise ModelError(f'{model_dir}/config.json: not a cascade (no "cascade" section)')
+            raise ModelError(f'{self.model_dir}/config.json: not a cascade (no "cascade" section)')
         fast_spec, full_spec, self.route = spec
+        self._make = make
         self.fast, self.full = make(fast_spec), make(full_spec)
         for attr in ("wsd_threshold", "regard_offsets"):
             if getattr(self.fast, attr) != getattr(self.full, attr):
                 raise ModelError(
-                    f"{model_dir}/config.json: the cascade's models differ in {attr} "
+                    f"{self.model_dir}/config.json: the cascade's models differ in {attr} "
                     f"({getattr(self.fast, attr)} vs {getattr(self.full, attr)}); their decisions must mean the same"
                 )
         self.wsd_threshold: float = self.full.wsd_threshold
         self.regard_offsets: tuple[float, float, float] = (
-            regard_offsets_of(config, model_dir / "config.json")
-            if REGARD_OFFSETS_KEY in config
+            regard_offsets_of(self.config, self.model_dir / "config.json")
+            if REGARD_OFFSETS_KEY in self.config
             else self.full.regard_offsets
         )
+        self.max_length: int = self.full.max_length
         self.batch_invariant = bool(
             getattr(self.fast, "batch_invariant", False) and getattr(self.full, "batch_invariant", False)
         )
-        logger.debug("cascade %s: %s first, %s where %s", model_dir, fast_spec, full_spec, self.route)
+        self.cascade = self
+        logger.debug("cascade %s: %s first, %s where %s", self.model_dir, fast_spec, full_spec, self.route)
         self.seen = 0
         self.routed = 0
         self.last_routed = 0  # mentions of the last call that went on to the full model
+        self.last_batch_sizes: list[int] = []  # both models' forward passes of the last call
         self._shared: bool | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        # settings and state of the backend (device, batch_size, providers, resolved_dtype, ...)
+        if name.startswith("_") or "full" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.full, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self.model_dir), self._make))
+
+    @property
+    def tokenizer_file(self) -> Path:
+        """The full model's ``tokenizer.json``."""
+        return Path(self.full.tokenizer_file)
+
+    def resolved_threads(self) -> tuple[int, int]:
+        """The full model's ``(intra-op threads per pass, passes at once)``."""
+        return tuple(self.full.resolved_threads())
+
+    def predict(self, items: list[MentionInput]) -> list[Prediction]:
+        """Predictions for a batch of mentions, in input order (the full model's where routed)."""
+        if not items:
+            return []
+        return predictions_from_logits(*self.predict_logits(items), self.wsd_threshold, self.regard_offsets)
+
+    def start_workers(self) -> None:
+        """Start the fast model's tokenizer processes, if it has any (it tokenizes for both)."""
+        start = getattr(self.fast, "start_workers", None)
+        if start is not None:
+            start()
+
+    def close(self) -> None:
+        """Stop both models' worker processes, if any."""
+        for member in (self.fast, self.full):
+            close = getattr(member, "close", None)
+            if close is not None:
+                close()
 
     def _shares_encoding(self) -> bool:
         """Whether the members build equal inputs (same tokenizer and length), so one tokenization serves both."""
@@ -163,6 +236,10 @@ class Cascade:
         self.seen += len(items)
         self.routed += routed
         self.last_routed = routed
+        self.last_batch_sizes = [
+            *getattr(self.fast, "last_batch_sizes", []),
+            *(getattr(self.full, "last_batch_sizes", []) if routed else []),
+        ]
         return wsd, regard
 
     def _predict_separately(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray, int]:

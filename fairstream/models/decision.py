@@ -12,14 +12,16 @@ drops by the filter, higher negative precision, lower recall). The probabilities
 the decision (``Prediction.regard``, what the filter and ``fairstream eval-models`` use) moves.
 The offsets are chosen by cross-validation on held-out predictions (``python -m export.decision_rule``).
 
-The ONNX Runtime and PyTorch backends, ``fairstream eval-models`` and ``export.train.evaluate`` all
-decide through :func:`regard_index`, from the probabilities they report, so they agree.
+Every model (ONNX Runtime, PyTorch, a cascade of either) turns its logits into ``Prediction``s
+through :func:`predictions_from_logits`, and ``fairstream eval-models`` and ``export.train.evaluate``
+decide through :func:`regard_index` from the probabilities they report, so they all agree.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +98,55 @@ def regard_indices(probs: np.ndarray, offsets: Sequence[float] = NO_OFFSETS) -> 
 def regard_decisions(probs: np.ndarray, offsets: Sequence[float] = NO_OFFSETS) -> list[str]:
     """Regard labels decided for each row of an ``(n, 3)`` probability array."""
     return [REGARD_LABELS[int(k)] for k in regard_indices(probs, offsets)]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Model output for one mention."""
+
+    wsd_probs: tuple[float, float, float]  # in WSD_LABELS order: no, yes, unsure
+    regard_probs: tuple[float, float, float]  # in REGARD_LABELS order: negative, neutral, positive
+    person: bool  # P(wsd = yes) >= the model's threshold
+    # decided regard when ``person``, else None: the argmax of log(regard_probs) plus the model's
+    # ``regard_logit_offsets`` (plain argmax without them); regard_probs are the model's own
+    regard: str | None
+
+    @property
+    def wsd_score(self) -> float:
+        """Probability that the keyword refers to a person with the attribute."""
+        return self.wsd_probs[1]
+
+    @property
+    def wsd(self) -> str:
+        """Most likely WSD label, with ``yes`` decided by the threshold."""
+        if self.person:
+            return "yes"
+        return "unsure" if self.wsd_probs[2] > self.wsd_probs[0] else "no"
+
+
+def predictions_from_logits(
+    wsd_logits: np.ndarray,
+    regard_logits: np.ndarray,
+    threshold: float,
+    regard_offsets: Sequence[float] = NO_OFFSETS,
+) -> list[Prediction]:
+    """``Prediction``s from a model's logits: the one rule every backend decides by.
+
+    The probabilities are the softmax of the float32 logits (the dtype every backend returns), so
+    ``P(yes) >= threshold`` compares the same number whichever backend produced the logits; the
+    regard adds ``regard_offsets`` to the log-probabilities before the argmax (:func:`regard_index`).
+    """
+    wsd_p = softmax(np.asarray(wsd_logits, dtype=np.float32))
+    reg_p = softmax(np.asarray(regard_logits, dtype=np.float32))
+    out = []
+    for w, r in zip(wsd_p, reg_p, strict=True):
+        person = bool(w[1] >= threshold)
+        out.append(
+            Prediction(
+                wsd_probs=(float(w[0]), float(w[1]), float(w[2])),
+                regard_probs=(float(r[0]), float(r[1]), float(r[2])),
+                person=person,
+                regard=REGARD_LABELS[regard_index(r, regard_offsets)] if person else None,
+            )
+        )
+    return out

@@ -8,6 +8,7 @@ into DataLoader workers and Ray tasks without carrying a session.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -15,7 +16,6 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,13 @@ import numpy as np
 
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import MissingDependencyError, ModelError
-from fairstream.models.cascade import Cascade
-from fairstream.models.decision import regard_index, regard_offsets_of, softmax
+from fairstream.models.cascade import Cascade, is_cascade
+from fairstream.models.decision import (  # noqa: F401  (Prediction, softmax re-exported)
+    Prediction,
+    predictions_from_logits,
+    regard_offsets_of,
+    softmax,
+)
 from fairstream.models.encoding import MentionInput, encode_rows, pad_id_of, pad_rows
 from fairstream.models.names import (  # noqa: F401  (re-exported: runtime was their home)
     DEFAULT_MODEL,
@@ -76,30 +81,6 @@ def make_session(
     return ort.InferenceSession(
         str(onnx_file), sess_options=opts, providers=providers, disabled_optimizers=disabled
     )
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """Model output for one mention."""
-
-    wsd_probs: tuple[float, float, float]  # in WSD_LABELS order: no, yes, unsure
-    regard_probs: tuple[float, float, float]  # in REGARD_LABELS order: negative, neutral, positive
-    person: bool  # P(wsd = yes) >= the model's threshold
-    # decided regard when ``person``, else None: the argmax of log(regard_probs) plus the model's
-    # ``regard_logit_offsets`` (plain argmax without them); regard_probs are the model's own
-    regard: str | None
-
-    @property
-    def wsd_score(self) -> float:
-        """Probability that the keyword refers to a person with the attribute."""
-        return self.wsd_probs[1]
-
-    @property
-    def wsd(self) -> str:
-        """Most likely WSD label, with ``yes`` decided by the threshold."""
-        if self.person:
-            return "yes"
-        return "unsure" if self.wsd_probs[2] > self.wsd_probs[0] else "no"
 
 
 THREADS_ENV = "FAIRSTREAM_INTRA_OP_THREADS"  # threads per session, overrides the automatic choice
@@ -175,6 +156,15 @@ class JointModel:
     :mod:`fairstream.models.decision`); the reported probabilities are not shifted.
     """
 
+    cascade: Cascade | None = None  # a single graph; a cascade folder gives a ``Cascade`` instead
+
+    def __new__(cls, model_dir: str | Path | None = None, **settings: Any) -> Any:
+        """A ``JointModel`` of one graph, or the ``Cascade`` a cascade folder describes (same interface)."""
+        resolved = resolve_model_dir(model_dir)
+        if is_cascade(resolved):
+            return Cascade(resolved, functools.partial(cls, **settings))
+        return super().__new__(cls)
+
     def __init__(
         self,
         model_dir: str | Path | None = None,
@@ -204,23 +194,6 @@ class JointModel:
         self.regard_offsets: tuple[float, float, float] = regard_offsets_of(
             self.config, self.model_dir / "config.json"
         )
-        # a cascade folder (fairstream.models.cascade) holds no graph: two member models do the work
-        self.cascade: Cascade | None = None
-        if "cascade" in self.config:
-            self.cascade = Cascade(
-                self.model_dir,
-                self.config,
-                lambda member: JointModel(
-                    member,
-                    providers=providers,
-                    batch_size=batch_size,
-                    intra_op_threads=intra_op_threads,
-                    batch_threads=batch_threads,
-                ),
-            )
-            self.max_length = self.cascade.full.max_length
-            self.wsd_threshold, self.regard_offsets = self.cascade.wsd_threshold, self.cascade.regard_offsets
-            self.batch_invariant = self.cascade.batch_invariant
         self._session: Any = None
         self._pool: ThreadPoolExecutor | None = None
         self._tokenizer: Any = None
@@ -241,7 +214,7 @@ class JointModel:
             cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ModelError(f"{cfg_path}: corrupt model config ({exc}); re-export the model") from None
-        for key in ("name",) if "cascade" in cfg else ("name", "onnx"):
+        for key in ("name", "onnx"):
             if key not in cfg:
                 raise ModelError(
                     f"{cfg_path}: missing field {key!r}; re-export the model with export/export_onnx.py"
@@ -308,8 +281,6 @@ class JointModel:
 
     def resolved_threads(self) -> tuple[int, int]:
         """``(intra-op threads per pass, passes at once)`` this process will use (see the class doc)."""
-        if self.cascade is not None:
-            return self.cascade.full.resolved_threads()
         intra = self.intra_op_threads
         if intra is None:
             intra = _env_int(THREADS_ENV)
@@ -322,9 +293,7 @@ class JointModel:
 
     @property
     def tokenizer_file(self) -> Path:
-        """The model's ``tokenizer.json`` (a cascade's: its full model's)."""
-        if self.cascade is not None:
-            return self.cascade.full.tokenizer_file
+        """The model's ``tokenizer.json``."""
         return self.model_dir / "tokenizer.json"
 
     @property
@@ -362,22 +331,17 @@ class JointModel:
             "batch_threads": self.batch_threads,
         }
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(  # type: ignore[misc]
-            state["model_dir"],
-            providers=state["providers"],
-            batch_size=state["batch_size"],
-            intra_op_threads=state["intra_op_threads"],
-            batch_threads=state.get("batch_threads"),
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt through the constructor: unpickling must not call ``__new__`` without the folder
+        state = self.__getstate__()
+        return (
+            functools.partial(type(self), **{k: v for k, v in state.items() if k != "model_dir"}),
+            (state["model_dir"],),
         )
 
     # -- inference ---------------------------------------------------------------------------------
     def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
         """Raw WSD and regard logits, in input order (shapes ``(n, 3)`` and ``(n, 3)``)."""
-        if self.cascade is not None:
-            out = self.cascade.predict_logits(items)
-            self.providers = self.cascade.full.providers
-            return out
         self._ensure_loaded()
         n = len(items)
         wsd = np.zeros((n, len(WSD_LABELS)), dtype=np.float32)
@@ -407,17 +371,4 @@ class JointModel:
         """Predictions for a batch of mentions, in input order."""
         if not items:
             return []
-        wsd_logits, regard_logits = self.predict_logits(items)
-        wsd_p, reg_p = softmax(wsd_logits), softmax(regard_logits)
-        out = []
-        for w, r in zip(wsd_p, reg_p, strict=True):
-            person = bool(w[1] >= self.wsd_threshold)
-            out.append(
-                Prediction(
-                    wsd_probs=(float(w[0]), float(w[1]), float(w[2])),
-                    regard_probs=(float(r[0]), float(r[1]), float(r[2])),
-                    person=person,
-                    regard=REGARD_LABELS[regard_index(r, self.regard_offsets)] if person else None,
-                )
-            )
-        return out
+        return predictions_from_logits(*self.predict_logits(items), self.wsd_threshold, self.regard_offsets)

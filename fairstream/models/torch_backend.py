@@ -20,6 +20,7 @@ tensors are pinned for asynchronous copies. torch, transformers and onnx are imp
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import itertools
 import logging
@@ -36,10 +37,11 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import MissingDependencyError, ModelError
-from fairstream.models.cascade import Cascade
-from fairstream.models.decision import NO_OFFSETS, regard_index
+from fairstream.models.cascade import Cascade, is_cascade
+from fairstream.models.decision import Prediction, predictions_from_logits
 from fairstream.models.encoding import MentionInput, encode_batch, encode_in_worker, init_encode_worker
-from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel, Prediction, softmax
+from fairstream.models.names import resolve_model_dir
+from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel
 from fairstream.processes import helper_pool, usable_cores
 
 logger = logging.getLogger(__name__)
@@ -380,32 +382,6 @@ def _load_checked(module: Any, tensors: dict[str, Any], source: Path, mismatch: 
 
 
 # -- the backend ---------------------------------------------------------------------------------------
-def predictions_from_logits(
-    wsd_logits: np.ndarray,
-    regard_logits: np.ndarray,
-    threshold: float,
-    regard_offsets: tuple[float, float, float] = NO_OFFSETS,
-) -> list[Prediction]:
-    """``Prediction``s from logits, with the same rule as ``JointModel.predict``.
-
-    The regard decision adds ``regard_offsets`` (the model's ``regard_logit_offsets``) to the
-    log-probabilities before the argmax; the reported probabilities are the softmax of the logits.
-    """
-    wsd_p, reg_p = softmax(wsd_logits.astype(np.float64)), softmax(regard_logits.astype(np.float64))
-    out = []
-    for w, r in zip(wsd_p, reg_p, strict=True):
-        person = bool(w[1] >= threshold)
-        out.append(
-            Prediction(
-                wsd_probs=(float(w[0]), float(w[1]), float(w[2])),
-                regard_probs=(float(r[0]), float(r[1]), float(r[2])),
-                person=person,
-                regard=REGARD_LABELS[regard_index(r, regard_offsets)] if person else None,
-            )
-        )
-    return out
-
-
 def default_tokenize_workers(device: str) -> int:
     """Tokenizer processes when not given: ``FAIRSTREAM_TOKENIZE_WORKERS``, else cores - 1 (at most 8) on CUDA, 0 on CPU."""
     value = os.environ.get(TOKENIZE_WORKERS_ENV)
@@ -457,6 +433,15 @@ class TorchJointModel:
             Started on the first call with more than one chunk; not inside a daemonic process
             (a DataLoader worker), which falls back to 0.
     """
+
+    cascade: Cascade | None = None  # a single graph; a cascade folder gives a ``Cascade`` instead
+
+    def __new__(cls, model_dir: str | Path | None = None, **settings: Any) -> Any:
+        """A ``TorchJointModel`` of one graph, or the ``Cascade`` a cascade folder describes."""
+        resolved = resolve_model_dir(model_dir)
+        if is_cascade(resolved):
+            return Cascade(resolved, functools.partial(cls, **settings))
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -510,24 +495,6 @@ class TorchJointModel:
         self._lock = threading.Lock()
         self.resolved_dtype: str | None = None
         self.last_batch_sizes: list[int] = []  # rows of each forward pass of the last predict() call
-        # a cascade folder (fairstream.models.cascade): two member models on this device do the work
-        self.cascade: Cascade | None = None
-        if meta.cascade is not None:
-            self.cascade = Cascade(
-                meta.model_dir,
-                meta.config,
-                lambda member: TorchJointModel(
-                    member,
-                    device=device,
-                    dtype=dtype,
-                    batch_size=batch_size,
-                    threads=threads,
-                    chunk_size=chunk_size,
-                    prefetch=prefetch,
-                    tokenize_workers=tokenize_workers,
-                ),
-            )
-            self.regard_offsets = self.cascade.regard_offsets  # its own rule, else its members' shared one
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -541,17 +508,11 @@ class TorchJointModel:
             "tokenize_workers": self._tokenize_workers_arg,
         }
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(  # type: ignore[misc]
-            state["model_dir"],
-            device=state["device"],
-            dtype=state["dtype"],
-            batch_size=state["batch_size"],
-            threads=state["threads"],
-            chunk_size=state.get("chunk_size"),
-            prefetch=state.get("prefetch"),
-            tokenize_workers=state.get("tokenize_workers"),
-        )
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt through the constructor: unpickling must not call ``__new__`` without the folder
+        state = self.__getstate__()
+        settings = {k: v for k, v in state.items() if k != "model_dir"}
+        return (functools.partial(type(self), **settings), (state["model_dir"],))
 
     def _ensure_loaded(self) -> None:
         if self._module is not None and self._pid == os.getpid():
@@ -720,9 +681,6 @@ class TorchJointModel:
 
     def start_workers(self) -> None:
         """Start the tokenizer processes now (else the first call of two or more chunks starts them)."""
-        if self.cascade is not None:
-            self.cascade.fast.start_workers()  # the fast model tokenizes for both
-            return
         pool = self._tokenizer_pool() if self.tokenize_workers else None
         if pool is not None:  # with spawn, processes start on demand: give each a job
             list(pool.map(encode_in_worker, [[] for _ in range(self.tokenize_workers)]))
@@ -732,9 +690,6 @@ class TorchJointModel:
         if self._tokenize_pool is not None:
             self._tokenize_pool.shutdown(cancel_futures=True)
             self._tokenize_pool = None
-        if self.cascade is not None:
-            self.cascade.fast.close()
-            self.cascade.full.close()
 
     def run_encoded(self, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """WSD and regard logits (float32) of encoded rows, in row order.
@@ -781,16 +736,6 @@ class TorchJointModel:
 
     def predict_logits(self, items: list[MentionInput]) -> tuple[np.ndarray, np.ndarray]:
         """Raw WSD and regard logits (float32), in input order."""
-        if self.cascade is not None:
-            out = self.cascade.predict_logits(items)
-            fast, full = self.cascade.fast, self.cascade.full
-            self.resolved_dtype = full.resolved_dtype or fast.resolved_dtype
-            # both models' forward passes of this call (the full model ran only if something was routed)
-            self.last_batch_sizes = [
-                *fast.last_batch_sizes,
-                *(full.last_batch_sizes if self.cascade.last_routed else []),
-            ]
-            return out
         n = len(items)
         wsd = np.zeros((n, len(WSD_LABELS)), dtype=np.float32)
         regard = np.zeros((n, len(REGARD_LABELS)), dtype=np.float32)
