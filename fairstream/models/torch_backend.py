@@ -41,7 +41,7 @@ from fairstream.models.decision import Prediction, predictions_from_logits
 from fairstream.models.encoding import MentionInput, encode_batch, encode_in_worker, init_encode_worker
 from fairstream.models.names import resolve_model_dir
 from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel
-from fairstream.models.torch_build import _require_torch, build_torch_model  # noqa: F401  (build_torch_model re-exported)
+from fairstream.models.torch_build import _require_torch, build_torch_model
 from fairstream.processes import helper_pool, usable_cores
 
 logger = logging.getLogger(__name__)
