@@ -33,3 +33,19 @@ def tiny_model(tiny_model_dir: Path):
     from fairstream.models.runtime import JointModel
 
     return JointModel(tiny_model_dir, intra_op_threads=1)
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict]:
+    """The first 120 documents of the sample corpus (what the README's snippets read from ``shards/``)."""
+    from tests.test_readme_adapters import sample_docs
+
+    return sample_docs()
+
+
+@pytest.fixture
+def workdir(docs, tmp_path: Path, monkeypatch) -> Path:
+    """A working folder holding ``shards/sample.jsonl`` (``docs``) and its own HF ``datasets`` cache."""
+    from tests.test_readme_adapters import make_workdir
+
+    return make_workdir(tmp_path, docs, monkeypatch)

@@ -17,11 +17,12 @@ from pathlib import Path
 import datasets.config
 import pytest
 
-from fairstream.cli import build_parser, main, sample_corpus_path
+from fairstream.cli import build_parser, main
 from fairstream.core import FilterConfig, FilterStep
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+SAMPLE_CORPUS = ROOT / "fairstream" / "data" / "sample_corpus.jsonl"
 N_DOCS = 120
 
 
@@ -33,7 +34,7 @@ def snippets() -> dict[str, tuple[str, str]]:
 
 def sample_docs() -> list[dict]:
     """The first ``N_DOCS`` documents of the sample corpus."""
-    with sample_corpus_path().open(encoding="utf-8") as f:
+    with SAMPLE_CORPUS.open(encoding="utf-8") as f:
         return [json.loads(line) for line in islice(f, N_DOCS)]
 
 
@@ -53,16 +54,6 @@ def make_workdir(path: Path, docs: list[dict], monkeypatch: pytest.MonkeyPatch) 
     return path
 
 
-@pytest.fixture(scope="module")
-def docs() -> list[dict]:
-    return sample_docs()
-
-
-@pytest.fixture
-def workdir(docs, tmp_path: Path, monkeypatch) -> Path:
-    return make_workdir(tmp_path, docs, monkeypatch)
-
-
 def core_kept(config: FilterConfig, docs: list[dict]) -> list[str]:
     kept = [r.text for r in FilterStep(config).process(docs) if r.kept]
     assert kept != [d["text"] for d in docs]  # the cap acts on these documents
@@ -70,7 +61,7 @@ def core_kept(config: FilterConfig, docs: list[dict]) -> list[str]:
 
 
 def test_readme_has_one_snippet_per_adapter():
-    assert set(snippets()) == {"pipeline", "torch", "hf", "datatrove", "ray", "cli"}
+    assert set(snippets()) == {"quickstart", "pipeline", "torch", "hf", "datatrove", "ray", "cli"}
 
 
 @pytest.mark.parametrize("name", ["torch", "hf", "datatrove", pytest.param("ray", marks=pytest.mark.slow)])
@@ -95,18 +86,40 @@ def test_cli_snippet_keeps_the_core_steps_text(docs, workdir, capsys):
     assert kept == core_kept(config, docs)
 
 
-def test_install_table_has_the_measured_sizes():
-    """Each row of the README's install table gives the size benchmarks/install_sizes.py measured."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### Ways in") :]
-    section = section[: section.index("\n### ", 1)]
+def measured_install_sizes() -> dict[str, int]:
+    """``{"fairstream[torch]": MB, "fairstream[torch] (CUDA)": MB, ...}`` as benchmarks/install_sizes.py measured."""
+    measured = json.loads((ROOT / "benchmarks" / "results" / "install_sizes.json").read_text())["variants"]
+    return {variant: row["mb"] for variant, row in measured.items()}
+
+
+def install_rows(section: str) -> dict[str, int]:
+    """The MB column of the rows ``| `pip install ...` | adds | MB |`` of a Markdown table."""
     table = {}
     for command, mb in re.findall(r"^\| (`pip install [^|]*) \|[^|]*\| ([\d,]+) \|$", section, re.M):
         variant = re.search(r"fairstream(\[\w+\])?", command)
         assert variant is not None
         table[variant.group(0) + (" (CUDA)" if "CUDA" in command else "")] = int(mb.replace(",", ""))
-    measured = json.loads((ROOT / "benchmarks" / "results" / "install_sizes.json").read_text())["variants"]
-    assert table == {variant: row["mb"] for variant, row in measured.items()}
+    return table
+
+
+def test_install_table_has_the_measured_sizes():
+    """Each row of docs/adapters.md's install table gives the size benchmarks/install_sizes.py measured."""
+    text = (ROOT / "docs" / "adapters.md").read_text(encoding="utf-8")
+    section = text[text.index("## Install") :]
+    section = section[: section.index("\n## ", 1)]
+    assert install_rows(section) == measured_install_sizes()
+
+
+def test_readme_ways_in_table_has_the_measured_sizes():
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Ways in") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = re.findall(r"^\| [^|]+ \| (`pip install [^|]*) \| ([\d,]+) \|", section, re.M)
+    assert len(rows) == 5  # torch, HF datasets, datatrove, Ray Data, the command line
+    measured = measured_install_sizes()
+    for command, mb in rows:
+        variant = re.search(r"fairstream(\[\w+\])?", command)
+        assert variant is not None and measured[variant.group(0)] == int(mb.replace(",", "")), command
 
 
 def test_the_pipeline_snippet_needs_only_what_the_torch_extra_installs():

@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from fairstream.cli import sample_corpus_path
-from tests.test_readme_adapters import snippets
+from tests.test_readme_adapters import SAMPLE_CORPUS, snippets
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchdata")
 
 
 def test_readme_pipeline_resumes_without_losing_or_repeating_a_sequence(tmp_path: Path, monkeypatch, capsys):
-    with sample_corpus_path().open(encoding="utf-8") as f:
+    with SAMPLE_CORPUS.open(encoding="utf-8") as f:
         docs = [json.loads(line) for line in islice(f, 120)]
     (tmp_path / "shards").mkdir()
     (tmp_path / "shards" / "sample.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import pickle
 import shlex
-from pathlib import Path
 
 import pytest
 from datasets import Dataset, load_dataset
@@ -23,17 +22,7 @@ from fairstream.adapters.hf import fairstream_map_fn
 from fairstream.cli import main
 from fairstream.core import FilterConfig, FilterStep
 from fairstream.core.stats import COUNTERS
-from tests.test_readme_adapters import make_workdir, sample_docs, snippets
-
-
-@pytest.fixture(scope="module")
-def docs() -> list[dict]:
-    return sample_docs()
-
-
-@pytest.fixture
-def workdir(docs, tmp_path: Path, monkeypatch) -> Path:
-    return make_workdir(tmp_path, docs, monkeypatch)
+from tests.test_readme_adapters import snippets
 
 
 def run_python_snippet(name: str) -> dict:
