@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fairstream.core.cap import check_caps_keys
 from fairstream.core.config import FilterConfig
 from fairstream.core.stats import StreamStats, count_unread_records
 from fairstream.core.step import FilterStep, output_document
@@ -99,7 +98,6 @@ class FilterJob:
         c = self.config
         self.cap, self.warmup, self.granularity, self.seed = c.cap, c.warmup, c.granularity, c.seed
         self.taxonomy = Taxonomy.load(c.taxonomy)
-        check_caps_keys(c.caps, self.taxonomy)
         self.annotate = annotate
         self.report, self.progress = report, progress
         self.report_settings = report_settings or {}

@@ -129,8 +129,37 @@ def test_per_class_and_per_keyword_caps():
     unknown = r"caps: 'religon' is neither a keyword nor a class of taxonomy-v1 \(did you mean religion\?\)"
     with pytest.raises(ValueError, match=unknown):
         CapController(0.01, caps={"religon": 0.1})
-    with pytest.raises(ValueError, match=r"cap=1.5 must be a number in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"cap=1.5: must be a number in \[0, 1\]"):
         CapController(1.5)
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, float("nan"), float("inf"), True, "0.1", None])
+def test_the_cap_is_checked_by_one_rule_wherever_it_enters(bad):
+    """FilterConfig (the CLI and every adapter build one) and CapController refuse alike, by core.cap.is_cap."""
+    from fairstream.core.cap import is_cap
+    from fairstream.core.config import FilterConfig
+    from fairstream.errors import ConfigError
+
+    assert not is_cap(bad)
+    for make in (
+        lambda: FilterConfig(cap=bad),
+        lambda: CapController(bad),
+        lambda: FilterConfig(caps={"religion": bad}),
+        lambda: CapController(0.01, caps={"religion": bad}),
+    ):
+        with pytest.raises(ConfigError, match=r"numbers? in \[0, 1\]"):
+            make()
+
+
+def test_unknown_caps_keys_are_refused_when_the_settings_are_made():
+    from fairstream.core.config import FilterConfig
+    from fairstream.errors import ConfigError
+
+    with pytest.raises(
+        ConfigError, match=r"'religon' is neither a keyword nor a class .*did you mean religion"
+    ):
+        FilterConfig(caps={"religon": 0.1})
+    assert FilterConfig(caps={"religion": 0.2, "muslim": 0.05}).caps == {"religion": 0.2, "muslim": 0.05}
 
 
 @settings(max_examples=25, deadline=None)

@@ -45,8 +45,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from fairstream.core.schema import REGARD_LABELS as REGARDS
 from fairstream.core.schema import sentence_regard
 from fairstream.errors import ConfigError, option
@@ -107,7 +105,7 @@ class CapController:
         for key, value in (caps or {}).items():
             _check_cap(f"caps[{key!r}]", value)
             self.caps[key] = value
-        self._rng = np.random.default_rng(seed)
+        self._rng = _rng(seed)
         # kept and seen tallies per attribute: {keyword: {"negative": n, "neutral": n, "positive": n}}
         self.kept: dict[str, dict[str, int]] = {}
         self.seen: dict[str, dict[str, int]] = {}
@@ -189,7 +187,7 @@ class CapController:
         """Restore what ``state_dict`` saved."""
         self.kept = {a: dict(c) for a, c in state["kept"].items()}
         self.seen = {a: dict(c) for a, c in state["seen"].items()}
-        self._rng = np.random.default_rng(self.seed)
+        self._rng = _rng(self.seed)
         self._rng.bit_generator.state = state["rng"]
 
 
@@ -208,6 +206,27 @@ def check_caps_keys(caps: Mapping[str, Any], taxonomy: Taxonomy) -> None:
         )
 
 
+def _rng(seed: int) -> Any:
+    # numpy on first use: FilterConfig checks caps by this module's rules, and the CLI builds its
+    # parser from FilterConfig without loading numpy
+    import numpy as np
+
+    return np.random.default_rng(seed)
+
+
+CAP_ALLOWED = "a number in [0, 1] (1 keeps every sentence)"
+
+
+def is_cap(value: Any) -> bool:
+    """Whether ``value`` is a cap: a finite number in [0, 1] (the one rule; ``FilterConfig`` checks by it too)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0.0 <= value <= 1.0
+    )
+
+
 def _check_cap(name: str, value: float) -> None:
-    if not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
-        raise ValueError(f"{name}={value!r} must be a number in [0, 1] (1.0 disables dropping)")
+    if not is_cap(value):
+        raise ConfigError(f"{option(name, value)}: must be {CAP_ALLOWED}")

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fairstream.core.cap import CAP_ALLOWED, check_caps_keys, is_cap
 from fairstream.errors import ConfigError, option
+from fairstream.models.settings import BATCH_SIZE_ALLOWED, is_batch_size
+from fairstream.taxonomy import Taxonomy
 
 # judged (sentence, keyword) pairs remembered across windows: about 1.7% of mentions on the shared
 # corpus, more on boilerplate-heavy crawls (benchmarks/RESULTS.md)
@@ -38,12 +40,6 @@ DEVICES = ("cpu", "cuda", "cuda:N", "auto")  # checked by fairstream.models.load
 #: message suggests) resumes it with the same outputs.
 Stage = Literal["tag", "cap"]
 STAGES: tuple[Stage, ...] = ("tag", "cap")
-
-
-def _number_in(low: float, high: float) -> Callable[[Any], bool]:
-    return lambda v: (
-        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and low <= v <= high
-    )
 
 
 def _whole(least: int) -> Callable[[Any], bool]:
@@ -111,8 +107,8 @@ class FilterConfig:
             "--warmup kept sentences, so rare attributes can end above it (flagged in the summary and "
             "the report); 1 tags and counts only",
             stage="cap",
-            check=_number_in(0, 1),
-            allowed="a number in [0, 1] (1 keeps every sentence)",
+            check=is_cap,
+            allowed=CAP_ALLOWED,
         ),
     )
     caps: Mapping[str, float] = field(
@@ -121,8 +117,8 @@ class FilterConfig:
             "caps of single attribute keywords or classes overriding --cap, as KEY=CAP pairs "
             "(a keyword wins over its class)",
             stage="cap",
-            check=lambda v: isinstance(v, Mapping) and all(_number_in(0, 1)(c) for c in v.values()),
-            allowed="a mapping of keywords or classes to numbers in [0, 1]",
+            check=lambda v: isinstance(v, Mapping) and all(is_cap(c) for c in v.values()),
+            allowed="a mapping of keywords or classes (of --taxonomy) to numbers in [0, 1]",
             cli_type=_parse_cap_pair,
             metavar="KEY=CAP",
             nargs="+",
@@ -177,11 +173,14 @@ class FilterConfig:
     )
     batch_size: int | None = field(
         default=None,
-        metadata=_optional_count(
+        metadata=_opt(
             "mentions per model forward pass, >= 1; default: 8 on CPU (ONNX Runtime), sized from free "
             "memory on a GPU; a value given is always used; speed only, the shipped model's decisions "
             "do not depend on it on CPU",
-            least=1,
+            check=is_batch_size,
+            allowed=BATCH_SIZE_ALLOWED,
+            cli_type=int,
+            metavar="N",
         ),
     )
     scan_workers: int | None = field(
@@ -308,6 +307,8 @@ class FilterConfig:
             )
         # a plain dict inside a frozen object could still be changed by its caller: copy it
         object.__setattr__(self, "caps", dict(self.caps))
+        if self.caps:  # the keys name keywords or classes of the taxonomy: refused here, before any work
+            check_caps_keys(self.caps, Taxonomy.load(self.taxonomy))
 
     @property
     def doc_char_limit(self) -> int | None:

@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fairstream.core.cap import check_caps_keys
 from fairstream.core.config import FilterConfig
 from fairstream.errors import FairStreamError, OutputError, option
 from fairstream.io import atomic_write, write_json
@@ -102,7 +101,6 @@ class GlobalCapJob:
         self.output_dir = Path(output_dir)
         self.folder = RunFolder(self.output_dir, overwrite=overwrite, force_restart=force_restart)
         self.shards, self.names, self.not_read = self.folder.find_inputs(inputs)
-        check_caps_keys(self.config.caps, Taxonomy.load(self.config.taxonomy))
         self.annotations = Path(from_annotations) if from_annotations is not None else self.output_dir
         self.engine_name, self.workers, self.ray_address = engine, workers, ray_address
         self.every = checkpoint_every
@@ -279,7 +277,6 @@ class GlobalCapJob:
 
 def _cap_for(config: FilterConfig) -> Any:
     from fairstream.core.cap import CapController
-    from fairstream.taxonomy import Taxonomy
 
     return CapController(config.cap, caps=config.caps, taxonomy=Taxonomy.load(config.taxonomy)).cap_for
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.errors import ModelError, option
+from fairstream.models.settings import check_batch_size
 
 logger = logging.getLogger(__name__)
 
@@ -84,12 +85,7 @@ def load_model(
     device = resolve_device(device)
     if backend not in BACKENDS:
         raise ValueError(f"{option('backend', backend)}: must be one of {', '.join(BACKENDS)}")
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-    ):
-        raise ValueError(
-            f"{option('batch_size', batch_size)}: must be a whole number >= 1 (or None: automatic)"
-        )
+    check_batch_size(batch_size)
     if device == "cpu" and backend != "torch":
         from fairstream.models.runtime import DEFAULT_BATCH_SIZE, JointModel
 

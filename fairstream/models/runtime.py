@@ -37,6 +37,7 @@ from fairstream.models.names import (  # noqa: F401  (re-exported: runtime was t
     resolve_model_dir,
     shipped_model_names,
 )
+from fairstream.models.settings import check_batch_size
 from fairstream.processes import usable_cores
 
 logger = logging.getLogger(__name__)
@@ -174,8 +175,7 @@ class JointModel:
         intra_op_threads: int | None = None,
         batch_threads: int | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size={batch_size} must be >= 1")
+        check_batch_size(batch_size, automatic=False)
         if intra_op_threads is not None and intra_op_threads < 0:
             raise ValueError(f"intra_op_threads={intra_op_threads} must be >= 0 (0: ONNX Runtime's default)")
         if batch_threads is not None and batch_threads < 1:

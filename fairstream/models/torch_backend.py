@@ -41,6 +41,7 @@ from fairstream.models.decision import Prediction, predictions_from_logits
 from fairstream.models.encoding import MentionInput, encode_batch, encode_in_worker, init_encode_worker
 from fairstream.models.names import resolve_model_dir
 from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel
+from fairstream.models.settings import check_batch_size
 from fairstream.models.torch_build import _require_torch, build_torch_model
 from fairstream.processes import helper_pool, usable_cores
 
@@ -147,8 +148,7 @@ class TorchJointModel:
     ) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype!r} is not one of {DTYPES}")
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size={batch_size} must be >= 1 (None: automatic)")
+        check_batch_size(batch_size)
         if threads is not None and threads < 1:
             raise ValueError(f"threads={threads} must be >= 1 (None: torch's default)")
         if chunk_size is not None and chunk_size < 1:

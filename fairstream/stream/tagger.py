@@ -28,6 +28,7 @@ from fairstream.core.config import DEFAULT_CACHE_SIZE
 from fairstream.errors import WorkerError, option
 from fairstream.models.encoding import MentionInput
 from fairstream.models.runtime import DEFAULT_BATCH_SIZE, JointModel, Prediction
+from fairstream.models.settings import check_batch_size
 from fairstream.processes import helper_pool
 from fairstream.taxonomy import Taxonomy
 from fairstream.text import LengthFilter, SplitterName
@@ -129,8 +130,7 @@ class Tagger:
             raise ValueError(f"cache_size={cache_size} must be >= 0")
         if scan_workers < 0:
             raise ValueError(f"scan_workers={scan_workers} must be >= 0 (0: scan in this process)")
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size={batch_size} must be >= 1 (None: the model's default)")
+        check_batch_size(batch_size)
         self.extractor = CandidateExtractor(taxonomy, splitter=splitter, length_filter=length_filter)
         self.taxonomy = self.extractor.taxonomy
         self.model: MentionModel = (
