@@ -17,7 +17,6 @@ every part obeys the cap, and so does their union.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -28,6 +27,7 @@ from fairstream.core.config import GRANULARITIES, FilterConfig, Granularity
 from fairstream.core.step import FilterStep, output_document, remove_spans
 from fairstream.core.windows import IndexedDocument
 from fairstream.errors import MissingDependencyError
+from fairstream.stream.source_state import SourceCursor
 from fairstream.stream.tagger import MentionModel
 from fairstream.taxonomy import Taxonomy
 
@@ -118,6 +118,8 @@ class FairStream(IterableDataset):
         self.controller = self.step.controller
         self._next_index = 0  # index (in the whole source) of the next document to emit
         self._resume_index: int | None = None
+        # an iterable source's own resume point, nested in our state (indexed sources need none)
+        self._cursor = None if _indexable(source) else SourceCursor(source)
 
     # -- public API --------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -125,8 +127,18 @@ class FairStream(IterableDataset):
         return self.step.stats()
 
     def state_dict(self) -> dict[str, Any]:
-        """Position, tallies, generator and stats: everything needed to resume exactly."""
-        return {**self.step.state_dict(), "next_index": self._next_index, "shard": list(self._shard())}
+        """Position, tallies, generator and stats: everything needed to resume exactly.
+
+        A source that saves its own position (a Hugging Face ``IterableDataset``, a torchdata node)
+        has it nested under ``"source"``: where it resumes (the start of the window to re-read) and
+        its own state there; a resumed stream restores it rather than re-reading what came before.
+        """
+        out = {**self.step.state_dict(), "next_index": self._next_index, "shard": list(self._shard())}
+        if self._cursor is not None:
+            saved = self._cursor.state_at(self._window_start(self._next_index))
+            if saved is not None:
+                out["source"] = saved
+        return out
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from ``state_dict()``; the next iteration continues after the last emitted document."""
@@ -136,6 +148,8 @@ class FairStream(IterableDataset):
         self.step.load_state_dict(state)
         self._next_index = int(state["next_index"])
         self._resume_index = self._next_index
+        if self._cursor is not None:
+            self._cursor.restore(state.get("source"))
 
     # -- iteration ---------------------------------------------------------------------------------
     def _shard(self) -> tuple[int, int]:
@@ -156,27 +170,28 @@ class FairStream(IterableDataset):
         shard, n_shards = self._shard()
         first = start + (shard - start) % n_shards  # the first index >= start in this shard
         src = self.source
-        if isinstance(src, Sequence) or (
-            hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, Mapping)
-        ):
+        if self._cursor is None:
             for i in range(first, len(src), n_shards):  # type: ignore[arg-type]
-                yield IndexedDocument(i, src[i])
+                yield IndexedDocument(i, src[i])  # type: ignore[index]
             return
-        for i, doc in enumerate(itertools.islice(src, first, None), start=first):
-            if (i - shard) % n_shards == 0:
-                yield IndexedDocument(i, doc)
+        yield from self._cursor.documents(first, shard, n_shards, self.lookahead * n_shards)
+
+    def _window_start(self, resume: int) -> int:
+        """The first document of this shard's window that holds document ``resume`` (or the next one)."""
+        shard, n_shards = self._shard()
+        local = max(0, (resume - shard + n_shards - 1) // n_shards)
+        return shard + (local // self.lookahead) * self.lookahead * n_shards
 
     def __iter__(self) -> Iterator[Any]:
         resume = self._resume_index if self._resume_index is not None else 0
         if self._resume_index is None:
             self._next_index = 0
         self._resume_index = None
-        shard, n_shards = self._shard()
+        _shard, n_shards = self._shard()
         # Windows sit at fixed positions of this shard (multiples of ``lookahead`` documents), so a
         # resumed stream re-tags exactly the batches the uninterrupted one did: a model whose
         # outputs depend slightly on the batch (dynamic quantization, GPU kernels) decides alike.
-        local = max(0, (resume - shard + n_shards - 1) // n_shards)
-        window_start = shard + (local // self.lookahead) * self.lookahead * n_shards
+        window_start = self._window_start(resume)
         locate = self.locate
         results = self.step.filter_documents(
             self._indexed_source(window_start),
@@ -192,6 +207,13 @@ class FairStream(IterableDataset):
                 yield output_document(
                     doc.data, result, text_field=self.text_field, annotation_field=annotation_field
                 )
+
+
+def _indexable(source: Any) -> bool:
+    """Whether documents are read by index (a list, a map-style ``Dataset``): resumed by index too."""
+    return isinstance(source, Sequence) or (
+        hasattr(source, "__getitem__") and hasattr(source, "__len__") and not isinstance(source, Mapping)
+    )
 
 
 def source_splits(source: Any) -> tuple[bool, bool]:
