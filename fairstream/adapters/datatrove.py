@@ -22,8 +22,6 @@ gives them; every task's output obeys the cap, so their union does too.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from fairstream.core.config import FilterConfig
@@ -34,7 +32,6 @@ try:
     from datatrove.data import Document, DocumentsPipeline
     from datatrove.pipeline.filters.base_filter import BaseFilter
     from datatrove.pipeline.writers.disk_base import DiskWriter
-    from datatrove.utils.batching import batched
 except ImportError as exc:
     raise MissingDependencyError(
         f"the datatrove adapter needs datatrove ({exc}): pip install 'fairstream[datatrove]'"
@@ -66,6 +63,7 @@ class FairStreamFilter(BaseFilter):
         super().__init__(exclusion_writer=exclusion_writer, batch_size=self.config.lookahead)
         self.annotate = annotate
         self._step: FilterStep | None = None  # built in the task: the model is not pickled to workers
+        self._rank, self._index = 0, 0  # the task's rank; stream index of its next document
 
     @property
     def step(self) -> FilterStep:
@@ -75,45 +73,40 @@ class FairStreamFilter(BaseFilter):
         return self._step
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
-        """Not used: documents are filtered in batches by ``run``."""
-        raise NotImplementedError("FairStreamFilter filters batches (run)")
+        """One document (datatrove calls ``filter_batch``, ``config.lookahead`` documents at a time)."""
+        return self.filter_batch([doc])[0]
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        """Filter the task's documents in order; yield the kept ones with dropped sentences removed."""
-        with self.exclusion_writer if self.exclusion_writer else contextlib.nullcontext() as writer:
-            index = 0
-            for batch in batched(data, self.batch_size):
-                self.stat_update("batches")
-                with self.track_time("batch"):
-                    records = [{"text": d.text, "id": d.id} for d in batch]
-                    results = self.step.process(records, start=index, annotate=True)
-                index += len(batch)
-                for doc, result in zip(batch, results, strict=True):
-                    yield from self._emit(doc, result, writer, rank)
+        """``BaseFilter.run``; the task's rank is kept for the removed sentences' documents."""
+        self._rank, self._index = rank, 0
+        yield from super().run(data, rank, world_size)
 
-    def _emit(self, doc: Document, result: Any, writer: Any, rank: int) -> Iterator[Document]:
-        self.stat_update("total")
+    def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
+        """Filter documents in stream order: keep (with dropped sentences removed in place) or drop, with why.
+
+        The removed sentences of a kept document go to the exclusion writer here (``BaseFilter.run``
+        writes only whole dropped documents, which it does with the reason returned).
+        """
+        records = [{"text": d.text, "id": d.id} for d in batch]
+        results = self.step.process(records, start=self._index, annotate=True)
+        self._index += len(batch)
+        return [self._decision(doc, result) for doc, result in zip(batch, results, strict=True)]
+
+    def _decision(self, doc: Document, result: Any) -> bool | tuple[bool, str]:
         if result.error is not None:  # on_error="skip"
-            self.stat_update("dropped", f"dropped_{result.error.reason}")
-            if writer is not None:
-                doc.metadata["filter_reason"] = result.error.reason
-                writer.write(doc, rank)
-            return
+            return False, result.error.reason
         if self.annotate:
             doc.metadata["fairstream"] = result.annotation
-        reasons = [d.reason for d in result.dropped]
-        for reason in reasons:
-            self.stat_update("sentences_dropped", f"sentences_{reason}")
+        for d in result.dropped:
+            self.stat_update("sentences_dropped", f"sentences_{d.reason}")
         if not result.kept:
-            reason = "document-dropped" if self.config.granularity == "document" else "all-sentences-dropped"
-            self.stat_update("dropped", f"dropped_{reason}")
-            if writer is not None:
-                doc.metadata["filter_reason"] = reason
-                writer.write(doc, rank)
-            return
+            return (
+                False,
+                "document-dropped" if self.config.granularity == "document" else "all-sentences-dropped",
+            )
         if result.dropped:
             self.stat_update("docs_modified")
-            if writer is not None:
+            if self.exclusion_writer is not None:
                 removed = Document(
                     text="\n".join(result.original[d.start : d.end] for d in result.dropped),
                     id=f"{doc.id}/removed",
@@ -122,11 +115,9 @@ class FairStreamFilter(BaseFilter):
                         "fairstream_dropped": [[d.start, d.end, d.reason] for d in result.dropped],
                     },
                 )
-                writer.write(removed, rank)
+                self.exclusion_writer.write(removed, self._rank)
             doc.text = result.text
-        self.stat_update("forwarded")
-        self.update_doc_stats(doc)
-        yield doc
+        return True
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
