@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fairstream quick start. Needs only python3 (>= 3.11); sets up .venv on first use (idempotent).
 #   ./run.sh demo   filter the embedded sample corpus, print a summary, write a report
-#   ./run.sh test   ruff + mypy + the whole test suite (slow tests included, a few minutes)
+#   ./run.sh test   ruff + mypy + the whole test suite (slow tests included; the 15 slowest are listed)
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${FAIRSTREAM_VENV:-.venv}"
@@ -60,7 +60,7 @@ case "${1:-}" in
     "$VENV/bin/ruff" check fairstream export tests benchmarks
     "$VENV/bin/ruff" format --check fairstream export tests benchmarks
     "$VENV/bin/mypy" fairstream export
-    exec "$PY" -m pytest -m "" -q
+    exec "$PY" -m pytest -m "" -q --durations=15
     ;;
   *)
     echo "usage: ./run.sh demo|test" >&2
