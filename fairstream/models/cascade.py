@@ -28,6 +28,7 @@ is measured on the hold-outs (see the cascade's MODEL_CARD.md).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from fairstream.models.decision import (
     softmax,
 )
 from fairstream.models.encoding import REGARD_LABELS, WSD_LABELS, MentionInput
+from fairstream.models.names import resolve_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +124,16 @@ def read_cascade_config(model_dir: Path) -> dict[str, Any]:
     if not isinstance(cfg, dict) or "name" not in cfg:
         raise ModelError(f"{cfg_path}: missing field 'name'")
     return cfg
+
+
+def cascade_of(backend: type, model_dir: str | Path | None, settings: dict[str, Any]) -> Cascade | None:
+    """The ``Cascade`` that ``backend(model_dir, **settings)`` stands for, or None for a single graph.
+
+    ``JointModel.__new__`` and ``TorchJointModel.__new__`` ask this, so a cascade folder gives a
+    cascade of two models of that backend, each with ``settings``.
+    """
+    resolved = resolve_model_dir(model_dir)
+    return Cascade(resolved, functools.partial(backend, **settings)) if is_cascade(resolved) else None
 
 
 def is_cascade(model_dir: Path) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 
 from fairstream.core.schema import REGARD_LABELS, WSD_LABELS
 from fairstream.errors import MissingDependencyError, ModelError
-from fairstream.models.cascade import Cascade, is_cascade
+from fairstream.models.cascade import Cascade, cascade_of
 from fairstream.models.decision import (  # noqa: F401  (Prediction, softmax re-exported)
     Prediction,
     predictions_from_logits,
@@ -161,10 +161,7 @@ class JointModel:
 
     def __new__(cls, model_dir: str | Path | None = None, **settings: Any) -> Any:
         """A ``JointModel`` of one graph, or the ``Cascade`` a cascade folder describes (same interface)."""
-        resolved = resolve_model_dir(model_dir)
-        if is_cascade(resolved):
-            return Cascade(resolved, functools.partial(cls, **settings))
-        return super().__new__(cls)
+        return cascade_of(cls, model_dir, settings) or super().__new__(cls)
 
     def __init__(
         self,

@@ -36,10 +36,9 @@ from typing import Any
 import numpy as np
 
 from fairstream.errors import ModelError
-from fairstream.models.cascade import Cascade, is_cascade
+from fairstream.models.cascade import Cascade, cascade_of
 from fairstream.models.decision import Prediction, predictions_from_logits
 from fairstream.models.encoding import MentionInput, encode_batch, encode_in_worker, init_encode_worker
-from fairstream.models.names import resolve_model_dir
 from fairstream.models.runtime import REGARD_LABELS, WSD_LABELS, JointModel
 from fairstream.models.settings import check_batch_size
 from fairstream.models.torch_build import _require_torch, build_torch_model
@@ -129,10 +128,7 @@ class TorchJointModel:
 
     def __new__(cls, model_dir: str | Path | None = None, **settings: Any) -> Any:
         """A ``TorchJointModel`` of one graph, or the ``Cascade`` a cascade folder describes."""
-        resolved = resolve_model_dir(model_dir)
-        if is_cascade(resolved):
-            return Cascade(resolved, functools.partial(cls, **settings))
-        return super().__new__(cls)
+        return cascade_of(cls, model_dir, settings) or super().__new__(cls)
 
     def __init__(
         self,
