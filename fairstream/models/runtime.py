@@ -205,7 +205,7 @@ class JointModel:
                 f"{cfg_path}: model config not found. Pass the folder of a fairstream model (config.json, "
                 "tokenizer.json, *.onnx) or the name of a shipped one "
                 f"({', '.join(shipped_model_names()) or 'none installed'}), reinstall fairstream to restore "
-                "the shipped models, or train one with export/train.py"
+                "the shipped models, or train one with export/train.py (in fairstream's source repository)"
             )
         try:
             cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
@@ -214,7 +214,7 @@ class JointModel:
         for key in ("name", "onnx"):
             if key not in cfg:
                 raise ModelError(
-                    f"{cfg_path}: missing field {key!r}; re-export the model with export/export_onnx.py"
+                    f"{cfg_path}: missing field {key!r}; re-export the model (export/export_onnx.py in fairstream's source repository)"
                 )
         return cfg
 
