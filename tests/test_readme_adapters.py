@@ -64,15 +64,6 @@ def test_readme_has_one_snippet_per_adapter():
     assert set(snippets()) == {"quickstart", "pipeline", "torch", "hf", "datatrove", "ray", "cli"}
 
 
-@pytest.mark.parametrize("name", ["torch", "hf", "datatrove", pytest.param("ray", marks=pytest.mark.slow)])
-def test_python_snippet_keeps_the_core_steps_text(name, docs, workdir):
-    lang, code = snippets()[name]
-    assert lang == "python"
-    namespace: dict = {"__name__": f"readme_{name}"}
-    exec(compile(code, f"README.md[{name}]", "exec"), namespace)
-    assert namespace["kept"] == core_kept(FilterConfig(cap=0.01), docs)
-
-
 def test_cli_snippet_keeps_the_core_steps_text(docs, workdir, capsys):
     lang, code = snippets()["cli"]
     assert lang == "bash"

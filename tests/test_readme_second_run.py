@@ -22,7 +22,7 @@ from fairstream.adapters.hf import fairstream_map_fn
 from fairstream.cli import main
 from fairstream.core import FilterConfig, FilterStep
 from fairstream.core.stats import COUNTERS
-from tests.test_readme_adapters import snippets
+from tests.test_readme_adapters import core_kept, snippets
 
 
 def run_python_snippet(name: str) -> dict:
@@ -35,10 +35,12 @@ def run_python_snippet(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name", ["torch", "hf", "datatrove", pytest.param("ray", marks=pytest.mark.slow)])
-def test_python_snippet_second_run_keeps_the_same_text(name, workdir):
+def test_python_snippet_keeps_the_core_steps_text_and_a_second_run_the_same(name, docs, workdir):
     first = run_python_snippet(name)
+    # every adapter keeps exactly the text the core step keeps from the same documents
+    assert first["kept"] == core_kept(FilterConfig(cap=0.01), docs)
     second = run_python_snippet(name)
-    assert first["kept"] and second["kept"] == first["kept"]
+    assert second["kept"] == first["kept"]
     if name == "hf":
         # the second run's map is not the first's cached result: its mapper counted the rows again
         counters = second["mapper"].stats()["counters"]
