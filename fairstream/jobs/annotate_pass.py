@@ -77,8 +77,7 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
     bad_seen = bad_mark = 0
 
     def flush() -> None:
-        nonlocal n_parts, last_pos, bad_seen
-        rows: list[dict[str, Any]] = []
+        nonlocal n_parts, bad_seen
 
         def on_window(window: list[Record]) -> None:
             nonlocal last_pos
@@ -88,13 +87,13 @@ def annotate_shard(task: Mapping[str, Any], report: Report | None = None) -> dic
 
         # windows restart at each part, so a resumed shard batches its documents as a whole run did
         results = step.filter_documents(
-            list(pending),
+            pending,
             locate=lambda rec: f"{task['shard']}:{rec.line}",
             annotate=True,
             on_window=on_window,
             stop_scan_workers=False,
         )
-        rows += [_annotation_row(rec, res, task, config, planners, counts) for rec, res in results]
+        rows = [_annotation_row(rec, res, task, config, planners, counts) for rec, res in results]
         parts.write_part(n_parts, rows)
         n_parts += 1
         # the bad lines before the part's last record: those after it are read again on a resume

@@ -187,7 +187,7 @@ class FairStream(IterableDataset):
         if self._resume_index is None:
             self._next_index = 0
         self._resume_index = None
-        _shard, n_shards = self._shard()
+        n_shards = self._shard()[1]
         # Windows sit at fixed positions of this shard (multiples of ``lookahead`` documents), so a
         # resumed stream re-tags exactly the batches the uninterrupted one did: a model whose
         # outputs depend slightly on the batch (dynamic quantization, GPU kernels) decides alike.
