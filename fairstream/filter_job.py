@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from fairstream.core.config import FilterConfig
+from fairstream.core.estimates import with_estimates
 from fairstream.core.stats import StreamStats, count_unread_records
 from fairstream.core.step import FilterStep, output_document
 from fairstream.errors import OutputError
 from fairstream.io import atomic_write, write_documents, write_json
 from fairstream.jobs.reader import PARQUET_BATCH_ROWS, ShardReader
 from fairstream.jobs.run_folder import RESUME_HINT, RunFolder, new_manifest
+from fairstream.models.calibration import model_calibration
 from fairstream.models.card import model_quality
 from fairstream.models.loader import load_model_for
 from fairstream.progress import Progress
@@ -234,6 +236,7 @@ class FilterJob:
         run_info = {**settings, "model_quality": model_quality(self.model.model_dir)}
         # problems: what was lost beyond single records (unreadable rests of shards), named
         stats_dict = {**stats.to_dict(), "run": run_info, "problems": problems, "not_read": self.not_read}
+        stats_dict = with_estimates(stats_dict, model_calibration(self.model))
         write_json(out / "stats.json", stats_dict)
         summary: dict[str, Any] = {
             "output_dir": str(out),

@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairstream.core.estimates import GROUPS, HIST_KEY
 from fairstream.core.schema import REGARD_LABELS as REGARDS
+from fairstream.models.calibration import score_bin
 
 #: Every counter of a filter step (``StreamStats.to_dict`` shows each one, 0 until it is counted).
 COUNTERS = (
@@ -34,6 +36,9 @@ def _zero_attr() -> dict[str, Any]:
         "before": {r: 0 for r in REGARDS},  # those sentences by regard, before filtering
         "after": {r: 0 for r in REGARDS},  # ... among kept sentences
         "dropped": 0,  # sentences with the attribute that were dropped
+        # those sentences per bin of the model's P(negative) (the most negative mention's), kept and
+        # dropped apart: what the estimated true shares are computed from (fairstream.core.estimates)
+        HIST_KEY: {g: {} for g in GROUPS},
     }
 
 
@@ -51,6 +56,23 @@ class StreamStats:
             self.attributes[keyword] = _zero_attr()
         return self.attributes[keyword]
 
+    def count_person_sentence(self, keyword: str, regard: str, p_negative: float, kept: bool) -> None:
+        """Count one sentence with a person-sense mention of ``keyword``: its regard, bin and fate.
+
+        ``p_negative`` is the model's P(negative) of the sentence's most negative mention, rounded
+        as annotations round it (4 places), so a count from annotations bins identically.
+        """
+        a = self.attr(keyword)
+        a["person_sentences"] += 1
+        a["before"][regard] += 1
+        if kept:
+            a["after"][regard] += 1
+        else:
+            a["dropped"] += 1
+        bins = a.setdefault(HIST_KEY, {g: {} for g in GROUPS})[GROUPS[0] if kept else GROUPS[1]]
+        k = str(score_bin(round(p_negative, 4)))
+        bins[k] = bins.get(k, 0) + 1
+
     def __add__(self, other: StreamStats) -> StreamStats:
         out = StreamStats.from_dict(self.to_dict())
         out.counters.update(other.counters)
@@ -62,6 +84,11 @@ class StreamStats:
             for key in ("before", "after"):
                 for r in REGARDS:
                     mine[key][r] += c[key][r]
+            theirs = c.get(HIST_KEY, {})
+            bins = mine.setdefault(HIST_KEY, {g: {} for g in GROUPS})
+            for g in GROUPS:
+                for k, n in theirs.get(g, {}).items():
+                    bins[g][k] = bins[g].get(k, 0) + n
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,7 +96,7 @@ class StreamStats:
         return {
             "counters": dict(sorted({**dict.fromkeys(COUNTERS, 0), **self.counters}.items())),
             "skipped": dict(sorted(self.skipped.items())),
-            "attributes": json.loads(json.dumps(dict(sorted(self.attributes.items())))),
+            "attributes": {kw: _sorted_bins(a) for kw, a in sorted(json.loads(json.dumps(self.attributes)).items())},
         }
 
     @classmethod
@@ -80,6 +107,15 @@ class StreamStats:
             skipped=Counter(data.get("skipped", {})),
             attributes=json.loads(json.dumps(data.get("attributes", {}))),
         )
+
+
+def _sorted_bins(attr: dict[str, Any]) -> dict[str, Any]:
+    """An attribute record with its bin counts in bin order (the same JSON whatever the merge order)."""
+    if HIST_KEY in attr:
+        attr[HIST_KEY] = {
+            g: dict(sorted(bins.items(), key=lambda kv: int(kv[0]))) for g, bins in attr[HIST_KEY].items()
+        }
+    return attr
 
 
 #: The skip reason of a shard's unreadable rest: one entry per shard, not per document (how many

@@ -18,10 +18,12 @@ from typing import Any, TypeVar
 
 from fairstream.core.cap import CapController, UnitCounts, sentence_regard
 from fairstream.core.config import FilterConfig
+from fairstream.core.estimates import estimates
 from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
 from fairstream.core.stats import StreamStats
 from fairstream.core.windows import Document, IndexedDocument, lookahead_windows, read_one_ahead
 from fairstream.errors import InvalidDocumentError, option
+from fairstream.models.calibration import Calibration, model_calibration
 from fairstream.models.loader import load_model_for
 from fairstream.models.runtime import usable_cores
 from fairstream.stream.tagger import MentionModel, TaggedDocument, Tagger, runs_on_gpu
@@ -126,6 +128,9 @@ class FilterStep:
         self.controller = CapController(
             c.cap, caps=c.caps, taxonomy=self.taxonomy, warmup=c.warmup, seed=c.seed
         )
+        #: the model's shipped calibration of P(negative) (identity when it ships none): the
+        #: estimated true shares in ``stats()["estimates"]`` are computed with it
+        self.calibration: Calibration = model_calibration(model)
         self._stats = StreamStats()
 
     # -- documents in ------------------------------------------------------------------------------
@@ -298,29 +303,28 @@ class FilterStep:
         stats.counters["sentences_candidate"] += len(tagged.sentences)
         stats.counters["sentences_out_of_length"] += tagged.scan.n_mention_sentences_out_of_length
         sentence_units: list[UnitCounts] = []
+        sentence_p_negative: list[dict[str, float]] = []
         for ts in tagged.sentences:
             per_attr: dict[str, list[str]] = {}
+            p_negative: dict[str, float] = {}  # per attribute: its most negative mention's P(negative)
             for m, p in zip(ts.sentence.mentions, ts.predictions, strict=True):
                 stats.attr(m.keyword)["mentions"] += 1
                 if p.person and p.regard is not None:
                     per_attr.setdefault(m.keyword, []).append(p.regard)
+                    p_negative[m.keyword] = max(p_negative.get(m.keyword, 0.0), p.regard_probs[0])
             unit = UnitCounts()
             for kw, regards in per_attr.items():
-                r = sentence_regard(regards)
-                unit.add(kw, r)
-                a = stats.attr(kw)
-                a["person_sentences"] += 1
-                a["before"][r] += 1
+                unit.add(kw, sentence_regard(regards))
             sentence_units.append(unit)
+            sentence_p_negative.append(p_negative)
         decisions = self._decide(sentence_units)
         dropped: list[DroppedSpan] = []
-        for ts, unit, (keep, reason) in zip(tagged.sentences, sentence_units, decisions, strict=True):
+        for ts, unit, p_negative, (keep, reason) in zip(
+            tagged.sentences, sentence_units, sentence_p_negative, decisions, strict=True
+        ):
             for kw, counts in unit.by_attr.items():
                 r = next(k for k, v in counts.items() if v)
-                if keep:
-                    stats.attr(kw)["after"][r] += 1
-                else:
-                    stats.attr(kw)["dropped"] += 1
+                stats.count_person_sentence(kw, r, p_negative[kw], keep)
             if not keep:
                 stats.counters["sentences_dropped"] += 1
                 dropped.append(DroppedSpan(ts.sentence.start, ts.sentence.end, reason))
@@ -392,12 +396,18 @@ class FilterStep:
 
     # -- counts and state --------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        """Mergeable counts (JSON-able); add several with ``StreamStats.from_dict(a) + ...``."""
+        """Mergeable counts (JSON-able); add several with ``StreamStats.from_dict(a) + ...``.
+
+        ``estimates`` (model-judged and estimated true negative shares with intervals, estimated wrong
+        drops: ``fairstream.core.estimates``) is derived from the counts; after merging several
+        steps' stats, recompute it with ``with_estimates(merged, step.calibration)``.
+        """
         out = self._stats.to_dict()
         out["counters"]["model_calls"] = self.tagger.model_calls
         out["counters"]["mentions_predicted"] = self.tagger.mentions_predicted
         out["counters"]["cache_hits"] = self.tagger.cache_hits
         out["seconds"] = {k: round(v, 3) for k, v in self.tagger.seconds.items()}
+        out["estimates"] = estimates(out, self.calibration)
         return out
 
     def state_dict(self) -> dict[str, Any]:

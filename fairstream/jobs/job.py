@@ -226,7 +226,9 @@ class GlobalCapJob:
 
         Returns the stream's stats (``counters``, ``skipped``, ``attributes``, ``run``) for ``stats.json``.
         """
+        from fairstream.core.estimates import with_estimates
         from fairstream.core.stats import StreamStats
+        from fairstream.models.calibration import calibration_in
         from fairstream.models.card import model_quality
         from fairstream.models.runtime import resolve_model_dir
         from fairstream.stats import CooccurrenceCounts, DroppedExamples
@@ -257,6 +259,7 @@ class GlobalCapJob:
             "model_quality": model_quality(resolve_model_dir(c.model)),
         }
         stream_stats = {**stats.to_dict(), "run": run, "problems": summary["problems"]}
+        stream_stats = with_estimates(stream_stats, calibration_in(resolve_model_dir(c.model)))
         report = write_run_outputs(
             out,
             before,

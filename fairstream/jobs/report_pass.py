@@ -97,18 +97,14 @@ def _count(stats: StreamStats, ann: Mapping[str, Any], kept: list[bool], doc_kep
     c["sentences_candidate"] += len(ann["sentences"])
     for s, keep in zip(ann["sentences"], kept, strict=True):
         per_attr: dict[str, list[str]] = {}
+        p_negative: dict[str, float] = {}
         for m in s["mentions"]:
             stats.attr(m["keyword"])["mentions"] += 1
             if m["person"] and m["regard"] is not None:
                 per_attr.setdefault(m["keyword"], []).append(m["regard"])
+                p_negative[m["keyword"]] = max(p_negative.get(m["keyword"], 0.0), m["regard_probs"][0])
         for kw, regards in per_attr.items():
-            r, a = sentence_regard(regards), stats.attr(kw)
-            a["person_sentences"] += 1
-            a["before"][r] += 1
-            if keep:
-                a["after"][r] += 1
-            else:
-                a["dropped"] += 1
+            stats.count_person_sentence(kw, sentence_regard(regards), p_negative[kw], keep)
         if not keep:
             c["sentences_dropped"] += 1
     if not doc_kept:
