@@ -71,7 +71,12 @@ def expected_count(counts: Mapping[int, int], calibration: Calibration) -> dict[
 def _share(count: Mapping[str, float], model_negative: int) -> dict[str, Any]:
     n = count["n"]
     if not n:
-        return {"sentences": 0, "model_negative_share": None, "estimated_negative_share": None, "interval": None}
+        return {
+            "sentences": 0,
+            "model_negative_share": None,
+            "estimated_negative_share": None,
+            "interval": None,
+        }
     return {
         "sentences": int(n),
         "model_negative_share": round(model_negative / n, 6),

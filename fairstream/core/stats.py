@@ -96,7 +96,9 @@ class StreamStats:
         return {
             "counters": dict(sorted({**dict.fromkeys(COUNTERS, 0), **self.counters}.items())),
             "skipped": dict(sorted(self.skipped.items())),
-            "attributes": {kw: _sorted_bins(a) for kw, a in sorted(json.loads(json.dumps(self.attributes)).items())},
+            "attributes": {
+                kw: _sorted_bins(a) for kw, a in sorted(json.loads(json.dumps(self.attributes)).items())
+            },
         }
 
     @classmethod

@@ -51,7 +51,7 @@ def score_bin(p: float) -> int:
     if p >= 1.0:
         return N_BINS - 1
     z = math.log(p) - math.log1p(-p)
-    return min(N_BINS - 1, max(0, int(math.floor((z - LOGIT_MIN) / BIN_WIDTH))))
+    return min(N_BINS - 1, max(0, math.floor((z - LOGIT_MIN) / BIN_WIDTH)))
 
 
 def bin_probabilities() -> list[float]:
@@ -123,7 +123,9 @@ class Calibration:
         if not isinstance(boot, list):
             raise bad("bootstrap must be a list of tables")
         replicates = tuple(_probabilities(row, bad, "bootstrap row") for row in boot)
-        details = {k: v for k, v in value.items() if k not in ("method", "bins", "table", "bootstrap", "fit_on")}
+        details = {
+            k: v for k, v in value.items() if k not in ("method", "bins", "table", "bootstrap", "fit_on")
+        }
         return cls(method, table, replicates, str(value.get("fit_on", "")), details)
 
 
