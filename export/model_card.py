@@ -460,6 +460,8 @@ class Spec:
                 return grid_offsets_text(self.file(args[0]))
             if name == "unseen_sets_table" and not args:
                 return "\n".join(self.unseen_sets_table())
+            if name == "estimates_section" and not args:
+                return "\n".join(self.estimates_section()).strip("\n")
             raise SystemExit(f"{self.path}: unknown placeholder {m.group(0)!r}")
 
         return PLACEHOLDER.sub(fill, text)
@@ -475,6 +477,15 @@ class Spec:
                 numbers = {k: row[k] for k in ("n", *TABLE_METRICS)}
             rows.append({"set": row["set"], "measured": row["measured"], **numbers})
         return sorted(rows, key=lambda r: r["regard_macro_f1"])
+
+    def estimates_section(self) -> list[str]:
+        """The calibration and estimates section (spec keys ``calibration`` and ``estimates``: the JSON of
+        ``export.calibrate`` and ``export.validate_estimates``); empty without them."""
+        from export.estimates_card import calibration_section
+
+        if not (self.get("calibration") and self.get("estimates")):
+            return []
+        return calibration_section(self.file(self.get("calibration")), self.file(self.get("estimates")))
 
     def unseen_sets_table(self) -> list[str]:
         return [UNSEEN_SETS_HEADER] + [
@@ -662,6 +673,7 @@ def standard_card(spec: Spec) -> str:
             lines.append(f"| {k} | {parity['fp32'][k]:.3f} | {parity['int8'][k]:.3f} | {d:+.3f} |")
     if unseen_parity.is_file():
         lines += parity_unseen_section(json.loads(unseen_parity.read_text()))
+    lines += spec.estimates_section()
     lines += limits_lines(cfg)
     return "\n".join(lines) + "\n"
 
@@ -707,6 +719,11 @@ def main() -> None:
         out = args.out or card
         out.write_text(text, encoding="utf-8")
         print(f"{spec_path} -> {out}")
+        estimates = Spec(spec_path).get("estimates")
+        if estimates and "](reliability.png)" in text:  # the figure the card shows, beside it
+            from export.estimates_card import draw_reliability
+
+            draw_reliability(ROOT / estimates, out.parent / "reliability.png")
     if stale:
         raise SystemExit(f"out of date (python -m export.model_card): {', '.join(stale)}")
 

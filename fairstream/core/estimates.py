@@ -8,15 +8,17 @@ sentences is the sum of those probabilities ("probabilistic classify and count")
 counts each attribute's person sentences per probability bin (``fairstream.models.calibration``),
 kept and dropped apart, so the estimate applies to merged counts of any workers, ranks and shards.
 
-The 95% interval adds two variances:
+The 95% interval adds three variances:
 
 * the sentences' own: given the probabilities, the number of true negatives among ``n`` sentences
   has variance ``sum p (1 - p)`` (the labels are uncertain even when the probabilities are right);
 * the calibration's: the estimate under each bootstrap refit of the calibration (refitted on
-  resamples of its own data) varies; their variance is added.
+  resamples of its own data) varies; their variance is added;
+* the shift between kinds of text: on text unlike its data a calibration is off by some intercept
+  ``d`` on the logit scale, which moves the count by about ``d * sum p (1 - p)``. ``d``'s spread
+  (``Calibration.shift_sd``) is measured across labelled sets of different kinds of text.
 
-A normal interval with both, clipped to ``[0, n]``. What it cannot cover: text unlike the
-calibration data (the shift). The validation on every unseen labelled set
+A normal interval with all three, clipped to ``[0, n]``. The validation on every unseen labelled set
 (``python -m export.validate_estimates``, docs/cap.md) measures how often the interval holds.
 """
 
@@ -64,7 +66,10 @@ def expected_count(counts: Mapping[int, int], calibration: Calibration) -> dict[
     if len(reps) > 1:
         mean = sum(reps) / len(reps)
         between = sum((r - mean) ** 2 for r in reps) / (len(reps) - 1)
-    half = Z95 * math.sqrt(sampling + between)
+    # a shift d of the calibration's intercept (text unlike its data) moves the expected count by
+    # about d * sum p (1 - p): this part does not shrink with more sentences
+    shift = (calibration.shift_sd * sampling) ** 2
+    half = Z95 * math.sqrt(sampling + between + shift)
     return {"n": n, "estimate": point, "low": max(0.0, point - half), "high": min(float(n), point + half)}
 
 

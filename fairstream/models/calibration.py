@@ -74,6 +74,17 @@ class Calibration:
     details: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
+    def shift_sd(self) -> float:
+        """SD of the shift between kinds of text, on the logit scale (``details["shift"]["sd"]``; 0 if absent).
+
+        A calibration fitted on one kind of text is off by an unknown intercept on another: the
+        estimates add that uncertainty (``fairstream.core.estimates``). Fitted across labelled sets
+        by ``python -m export.validate_estimates --write-shift``.
+        """
+        shift = self.details.get("shift")
+        return float(shift.get("sd", 0.0)) if isinstance(shift, Mapping) else 0.0
+
+    @property
     def calibrated(self) -> bool:
         """Whether this is a fitted calibration (not the model's own probabilities)."""
         return self.method != "none"
