@@ -41,6 +41,8 @@ def run_core(config: FilterConfig, shard: Path, tmp: Path) -> list[str]:
     docs, step, out = read_docs(shard), FilterStep(config), []
     for start in range(0, len(docs), LOOKAHEAD):
         out += [r.text for r in step.process(docs[start : start + LOOKAHEAD], start=start) if r.kept]
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "stats.json").write_text(json.dumps(step.stats()), encoding="utf-8")
     return out
 
 
@@ -70,7 +72,11 @@ def run_datatrove(config: FilterConfig, shard: Path, tmp: Path) -> list[str]:
     LocalPipelineExecutor(
         pipeline=[
             JsonlReader(str(shard.parent)),
-            FairStreamFilter(config, exclusion_writer=JsonlWriter(str(tmp / "removed"), compression=None)),
+            FairStreamFilter(
+                config,
+                exclusion_writer=JsonlWriter(str(tmp / "removed"), compression=None),
+                stats_dir=tmp / "fairstream-stats",
+            ),
             JsonlWriter(str(tmp / "kept"), compression=None),
         ],
         tasks=1,
@@ -94,7 +100,7 @@ def run_ray(config: FilterConfig, shard: Path, tmp: Path) -> list[str]:
     try:
         ray.data.DataContext.get_current().execution_options.preserve_order = True
         ds = ray.data.from_items(read_docs(shard), override_num_blocks=1)
-        return [r["text"] for r in filter_dataset(ds, config).take_all()]
+        return [r["text"] for r in filter_dataset(ds, config, stats_dir=tmp / "fairstream-stats").take_all()]
     finally:
         ray.shutdown()
 
@@ -122,6 +128,19 @@ def test_every_adapter_keeps_the_core_steps_text(adapter, granularity, shard, ti
     # the cap acts on these documents: the check compares real decisions
     assert expected != [d["text"] for d in read_docs(shard)]
     assert ADAPTERS[adapter](config, shard, tmp_path) == expected
+    if adapter in ("datatrove", "ray"):  # their workers' stats come back through stats_dir, estimates and all
+        from fairstream.io.stats_parts import merge_stats_parts
+
+        core = json.loads((tmp_path / "core" / "stats.json").read_text(encoding="utf-8"))
+        merged = merge_stats_parts(tmp_path / "fairstream-stats")
+        assert merged["parts"] == 1
+        assert merged["attributes"] == core["attributes"] and merged["counters"]["docs_in"] == len(
+            read_docs(shard)
+        )
+        assert (
+            merged["estimates"] == core["estimates"]
+            and merged["estimates"]["pooled"]["before"]["sentences"] > 0
+        )
 
 
 def test_datatrove_sends_removed_text_to_the_exclusion_writer_and_counts(shard, tiny_model_dir, tmp_path):

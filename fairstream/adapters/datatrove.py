@@ -17,11 +17,15 @@ removed sentences of a kept document as one document ``<id>/removed`` with the s
 reasons in ``metadata["fairstream_dropped"]``. Counts go to datatrove's stats
 (``sentences_dropped``, ``dropped_<reason>``, ``docs_modified`` ...). Each datatrove task runs its own
 ``FilterStep`` (model loaded once per task) over its own documents, in the order its reader
-gives them; every task's output obeys the cap, so their union does too.
+gives them; every task's output obeys the cap, so their union does too. With ``stats_dir`` each task
+writes its whole stats there when it ends (``rank-00000.stats.json``, ...);
+``fairstream.io.stats_parts.merge_stats_parts(stats_dir)`` sums them, with the estimated true
+negative shares (datatrove's own stats can only add numbers, not hold shares).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fairstream.core.config import FilterConfig
@@ -46,6 +50,7 @@ class FairStreamFilter(BaseFilter):
             Documents are filtered ``config.lookahead`` at a time (one batched model call each).
         exclusion_writer: a datatrove writer for what was removed.
         annotate: keep each document's annotation in ``metadata["fairstream"]``.
+        stats_dir: a local folder where each task writes its stats when it ends.
     """
 
     name = "⚖️ fairstream"
@@ -56,12 +61,14 @@ class FairStreamFilter(BaseFilter):
         *,
         exclusion_writer: DiskWriter | None = None,
         annotate: bool = False,
+        stats_dir: str | Path | None = None,
         **settings: Any,
     ) -> None:
         config = config or FilterConfig()
         self.config = config.replace(**settings) if settings else config
         super().__init__(exclusion_writer=exclusion_writer, batch_size=self.config.lookahead)
         self.annotate = annotate
+        self.stats_dir = stats_dir
         self._step: FilterStep | None = None  # built in the task: the model is not pickled to workers
         self._rank, self._index = 0, 0  # the task's rank; stream index of its next document
 
@@ -80,6 +87,10 @@ class FairStreamFilter(BaseFilter):
         """``BaseFilter.run``; the task's rank is kept for the removed sentences' documents."""
         self._rank, self._index = rank, 0
         yield from super().run(data, rank, world_size)
+        if self.stats_dir is not None:
+            from fairstream.io.stats_parts import write_stats_part
+
+            write_stats_part(self.stats_dir, f"rank-{rank:05d}", self.step.stats(), self.config.model)
 
     def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
         """Filter documents in stream order: keep (with dropped sentences removed in place) or drop, with why.

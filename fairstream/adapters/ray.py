@@ -11,11 +11,17 @@ every actor's output obeys the cap and so does their union; with one actor and
 ``DataContext.get_current().execution_options.preserve_order = True`` the output equals the other
 adapters' on the same documents. Rows that are dropped are left out; kept rows carry the text with
 dropped sentences removed (and the annotation as JSON in ``fairstream`` when ``annotate``).
+
+Counts: with ``stats_dir``, each actor writes its running stats there after every batch (one file
+per actor); ``fairstream.io.stats_parts.merge_stats_parts(stats_dir)`` sums them once the dataset
+is consumed, with the estimated true negative shares.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
+from pathlib import Path
 from typing import Any
 
 from fairstream.core.config import FilterConfig
@@ -30,14 +36,22 @@ class RayFilter:
     Args:
         config: the filter's settings; ``settings`` override its fields.
         annotate: add each kept row's annotation (JSON text) under ``fairstream``.
+        stats_dir: a folder (on a file system every actor sees) where each actor keeps its stats.
     """
 
     def __init__(
-        self, config: FilterConfig | None = None, *, annotate: bool = False, **settings: Any
+        self,
+        config: FilterConfig | None = None,
+        *,
+        annotate: bool = False,
+        stats_dir: str | Path | None = None,
+        **settings: Any,
     ) -> None:
         self.step = FilterStep(config, **settings)  # once per actor: the model loads here
         self.text_field = self.step.config.text_field
         self.annotate = annotate
+        self.stats_dir = stats_dir
+        self._name = f"ray-actor-{uuid.uuid4().hex[:12]}"
         self._next_index = 0
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
@@ -57,6 +71,10 @@ class RayFilter:
                 out[c].append(result.text if c == self.text_field else doc[c])
             if self.annotate:
                 out[ANNOTATION_COLUMN].append(json.dumps(result.annotation))
+        if self.stats_dir is not None:
+            from fairstream.io.stats_parts import write_stats_part
+
+            write_stats_part(self.stats_dir, self._name, self.step.stats(), self.step.config.model)
         return out
 
 
@@ -71,13 +89,15 @@ def filter_dataset(
     *,
     concurrency: int = 1,
     annotate: bool = False,
+    stats_dir: str | Path | None = None,
     **settings: Any,
 ) -> Any:
     """``ds.map_batches`` with ``RayFilter``: batches of ``config.lookahead`` rows, one GPU per actor on a GPU.
 
     A GPU is asked for when ``device`` is ``cuda`` or ``cuda:N``, or ``auto`` on a cluster with GPUs.
     Ray hands each actor one GPU of its own (``CUDA_VISIBLE_DEVICES``), so inside the actor the model
-    runs on ``cuda``: an index means nothing there.
+    runs on ``cuda``: an index means nothing there. With ``stats_dir`` the actors keep their stats
+    there (``merge_stats_parts(stats_dir)`` after the dataset is consumed).
     """
     config = config or FilterConfig()
     config = config.replace(**settings) if settings else config
@@ -86,7 +106,7 @@ def filter_dataset(
         config = config.replace(device="cuda")
     return ds.map_batches(
         RayFilter,
-        fn_constructor_kwargs={"config": config, "annotate": annotate},
+        fn_constructor_kwargs={"config": config, "annotate": annotate, "stats_dir": stats_dir},
         batch_size=config.lookahead,
         batch_format="numpy",
         concurrency=concurrency,
