@@ -58,13 +58,14 @@ CENTRES = LOGIT_MIN + (np.arange(N_BINS) + 0.5) * BIN_WIDTH
 
 
 def out_of_fold(
-    runs: Path, seed: int, dev: Sequence[LabelledPair], folds: int = 5
+    runs: Path, seed: int, dev: Sequence[LabelledPair], folds: int = 5, prefix: str = "v6"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(wsd, regard)`` probabilities of every dev item from the fold fit that held it out."""
+    """``(wsd, regard)`` probabilities of every dev item from the fold fit that held it out
+    (``RUNS/PREFIX-sSEED-fFOLD``, as ``export/cv/run_folds.sh`` names them)."""
     wsd, reg = np.zeros((len(dev), 3)), np.zeros((len(dev), 3))
     filled = np.zeros(len(dev), dtype=bool)
     for fold in range(folds):
-        run = runs / f"v6-s{seed}-f{fold}"
+        run = runs / f"{prefix}-s{seed}-f{fold}"
         if not (run / "dev_regard.npy").is_file():
             raise SystemExit(f"{run}: no dev_regard.npy; seed {seed} needs all {folds} folds")
         idx = [i for i, p in enumerate(dev) if dev_fold(p.uid, folds) == fold]
@@ -296,7 +297,9 @@ def compact_number_lists(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=Path, default=Path("export/sweeps/cv-s20"))
-    ap.add_argument("--seed", type=int, default=0, help="the fold fits' seed (RUNS/v6-sSEED-fFOLD)")
+    ap.add_argument("--seed", type=int, default=0, help="the fold fits' seed (RUNS/PREFIX-sSEED-fFOLD)")
+    ap.add_argument("--prefix", default="v6", help="the fold fits' name prefix (RUNS/PREFIX-sSEED-fFOLD)")
+    ap.add_argument("--recipe", default="joint-v6's recipe", help="what the fold fits are, for the card")
     ap.add_argument("--dev", type=Path, default=Path("../shared/data/labels/dev.jsonl"))
     ap.add_argument(
         "--model", type=Path, action="append", default=[], help="model folder to write into (repeat)"
@@ -316,9 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bootstrap < 2 or args.folds < 2:
         ap.error("--bootstrap and --folds must be >= 2")
     dev = load_labelled_pairs(args.dev)
-    wsd, reg = out_of_fold(args.runs, args.seed, dev)
+    wsd, reg = out_of_fold(args.runs, args.seed, dev, prefix=args.prefix)
     fit_on = (
-        f"out-of-fold predictions of joint-v6's recipe on the {len(dev)} dev items "
+        f"out-of-fold predictions of {args.recipe} on the {len(dev)} dev items "
         f"({args.dev.name}; 5 fold fits of seed {args.seed}, {args.runs.as_posix()})"
     )
     heads, report = {}, {}

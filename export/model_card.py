@@ -480,11 +480,18 @@ class Spec:
 
     def estimates_section(self) -> list[str]:
         """The calibration and estimates section (spec keys ``calibration`` and ``estimates``: the JSON of
-        ``export.calibrate`` and ``export.validate_estimates``); empty without them."""
+        ``export.calibrate`` and ``export.validate_estimates``), or why the model ships none."""
         from export.estimates_card import calibration_section
 
         if not (self.get("calibration") and self.get("estimates")):
-            return []
+            return [
+                "",
+                "## Calibration and estimated true shares: not calibrated",
+                "",
+                "This model ships no calibration, so the filter's estimated true negative shares use its own "
+                "probabilities and are labelled uncalibrated (docs/estimates.md: such intervals covered the truth "
+                "in well under half of the validation cells). " + self.text("no_calibration_reason"),
+            ]
         return calibration_section(self.file(self.get("calibration")), self.file(self.get("estimates")))
 
     def unseen_sets_table(self) -> list[str]:
@@ -686,6 +693,12 @@ def build(spec_path: Path, root: Path = ROOT) -> tuple[Path, str]:
     if not spec.get("unseen_sets"):
         raise SystemExit(
             f"{spec_path}: every card states quality over every unseen labelled set (unseen_sets)"
+        )
+    calibrated = bool(spec.get("calibration") and spec.get("estimates"))
+    if not calibrated and not spec.get("no_calibration_reason"):
+        raise SystemExit(
+            f"{spec_path}: give calibration and estimates (python -m export.calibrate --json, python -m "
+            "export.validate_estimates --json: export/README.md, 'Calibration') or no_calibration_reason"
         )
     if template := spec.get("template"):
         return card, spec.render(spec.file(template).read_text(encoding="utf-8"))
