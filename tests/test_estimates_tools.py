@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.calibrate import intercept_shift, main as calibrate_main, shift_sd
+from export.calibrate import intercept_shift, shift_sd
+from export.calibrate import main as calibrate_main
 from export.estimates_card import coverage_table, validation_table
 from export.training_set import dev_fold
 from export.validate_estimates import cells, simulate, truly_negative
@@ -23,7 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 VALIDATION = ROOT / "export/sweeps/session30-validate-estimates-joint-v6-cascade.json"
 
 
-def test_calibrate_fits_chooses_and_writes_a_calibration_from_fold_fits(shared_dir: Path, tmp_path: Path) -> None:
+def test_calibrate_fits_chooses_and_writes_a_calibration_from_fold_fits(
+    shared_dir: Path, tmp_path: Path
+) -> None:
     """Fold fits whose P(negative) is informative but too low: the fitted map raises it to the base rate."""
     dev_path = shared_dir / "data/labels/dev.jsonl"
     dev = load_labelled_pairs(dev_path)
@@ -91,7 +94,9 @@ def _pair(i: int, keyword: str, wsd: str, regard: str | None) -> LabelledPair:
 def _pred(p_negative: float, person: bool = True) -> Prediction:
     regard = "negative" if p_negative >= 0.5 else "neutral"
     probs = (p_negative, 1 - p_negative, 0.0)
-    return Prediction((0.0, 1.0, 0.0) if person else (1.0, 0.0, 0.0), probs, person, regard if person else None)
+    return Prediction(
+        (0.0, 1.0, 0.0) if person else (1.0, 0.0, 0.0), probs, person, regard if person else None
+    )
 
 
 def test_validation_counts_gold_beside_the_filters_decisions_and_judges_coverage() -> None:
