@@ -12,7 +12,7 @@ import pytest
 from fairstream.cli import main, sample_corpus_path
 from fairstream.core.schema import REGARD_LABELS as REGARDS
 from fairstream.stats import CooccurrenceCounts
-from fairstream.summary import attribute_rows, pct
+from fairstream.summary import attribute_rows, estimate_cell, not_negative_cell, pct
 
 
 @pytest.mark.slow
@@ -59,10 +59,26 @@ def test_cli_summary_report_and_counts_equal_stats_json(tmp_path: Path, capsys):
         f"Kept {c['docs_out']:,} of {c['docs_in']:,} documents; dropped {c['sentences_dropped']:,} of "
         f"{c['sentences_candidate']:,} judged sentences" in md
     )
+    est = stats["estimates"]
     for r in rows:
+        e = est["attributes"][r.keyword]
         cells = [r.keyword, r.person_sentences, pct(r.negative_before, r.person_sentences), r.kept,
-                 pct(r.negative_after, r.kept), r.dropped]  # fmt: skip
+                 pct(r.negative_after, r.kept), r.dropped, estimate_cell(e["before"]),
+                 estimate_cell(e["after"]), not_negative_cell(e["dropped"])]  # fmt: skip
         assert "| " + " | ".join(map(str, cells)) + " | " in md, r
+    # the estimates: one per attribute, over the same sentences; the model-judged shares are the rows'
+    assert set(est["attributes"]) == {r.keyword for r in rows}
+    for r in rows:
+        e = est["attributes"][r.keyword]
+        assert (e["before"]["sentences"], e["after"]["sentences"], e["dropped"]["sentences"]) == (
+            r.person_sentences, r.kept, r.dropped,
+        )  # fmt: skip
+        assert e["before"]["model_negative_share"] == round(r.negative_before / r.person_sentences, 6)
+    flat_md = " ".join(md.split())
+    assert f"from the model's calibrated probabilities. Calibration: {est['calibration']}." in flat_md or (
+        not est["calibrated"]
+        and f"from uncalibrated model probabilities. Calibration: {est['calibration']}." in flat_md
+    )
 
     # the CLI: headline, and each row it prints; every attribute above its cap is printed
     assert f"documents: {c['docs_in']} in = {c['docs_out']} out" in printed
@@ -70,16 +86,23 @@ def test_cli_summary_report_and_counts_equal_stats_json(tmp_path: Path, capsys):
         f"{c['sentences_candidate']} with person keywords judged, {c['sentences_dropped']} dropped" in printed
     )
     by_kw = {r.keyword: r for r in rows}
-    shown = re.findall(r"^  (\w+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)", printed, re.M)
+    shown = re.findall(
+        r"^  (\w+)(\*?)  +(\d+)  +(\d+)  +(\d+)  +(\S+)  +(\S+)  +(.+?)  +(\S.*)$", printed, re.M
+    )
     assert shown
-    for kw, n, neg_b, kept, neg_a, dropped in shown:
-        r = by_kw[kw]
-        assert (int(n), neg_b, int(kept), neg_a, int(dropped)) == (
-            r.person_sentences, pct(r.negative_before, r.person_sentences), r.kept,
-            pct(r.negative_after, r.kept), r.dropped,
+    for kw, star, n, kept, dropped, neg_b, neg_a, est_after, not_neg in shown:
+        r, e = by_kw[kw], est["attributes"][kw]
+        assert (bool(star), int(n), int(kept), int(dropped), neg_b, neg_a, est_after, not_neg) == (
+            r.over_cap, r.person_sentences, r.kept, r.dropped, pct(r.negative_before, r.person_sentences),
+            pct(r.negative_after, r.kept), estimate_cell(e["after"]), not_negative_cell(e["dropped"]),
         )  # fmt: skip
     over = {r.keyword for r in rows if r.over_cap}
     assert over and over <= {kw for kw, *_ in shown}  # the sample corpus has attributes under warm-up
+    flat = " ".join(printed.split())
+    pooled = est["pooled"]
+    assert f"the true negative share after filtering is {estimate_cell(pooled['after'], '%')} pooled" in flat
+    assert f"{not_negative_cell(pooled['dropped'])} of {pooled['dropped']['sentences']} dropped" in flat
+    assert f"calibration: {est['calibration']}" in flat
     assert set((out / "summary.txt").read_text().splitlines()) <= set(printed.splitlines())  # + time
 
 

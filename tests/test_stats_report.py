@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from fairstream.core.estimates import with_estimates
+from fairstream.models.calibration import Calibration, score_bin
 from fairstream.stats import CooccurrenceCounts, write_report
 
 SETTINGS = {"min_word_count": 1, "min_attribute_sentences": 1, "min_attribute_share": 0.5}
@@ -32,17 +34,33 @@ def make_counts(drop_negative: bool) -> CooccurrenceCounts:
     return c
 
 
-def run_stats(before: CooccurrenceCounts, after: CooccurrenceCounts, warmup: int = 100) -> dict:
-    """A stats.json consistent with the counts (as the filter job writes it), with its run settings."""
+def run_stats(
+    before: CooccurrenceCounts,
+    after: CooccurrenceCounts,
+    warmup: int = 100,
+    calibration: Calibration | None = None,
+    estimates: bool = True,
+) -> dict:
+    """A stats.json consistent with the counts (as the filter job writes it), with its run settings.
+
+    Its ``estimates`` (``estimates=False``: an old stats.json without them) come from per-bin counts
+    that put the model's negative sentences in a high P(negative) bin and the rest in a low one.
+    """
     attributes = {}
+    high, low = score_bin(0.9), score_bin(0.05)
     for cls, kw in before.attributes():
         b, a = before.regard_distribution(cls, kw), after.regard_distribution(cls, kw)
+        kept = sum(a.values())
         attributes[kw] = {
             "mentions": sum(b.values()),
             "person_sentences": sum(b.values()),
             "before": {r: b[r] for r in ("negative", "neutral", "positive")},
             "after": {r: a[r] for r in ("negative", "neutral", "positive")},
-            "dropped": sum(b.values()) - sum(a.values()),
+            "dropped": sum(b.values()) - kept,
+            "p_negative_bins": {
+                "kept": {str(high): a["negative"], str(low): kept - a["negative"]},
+                "dropped": {str(high): sum(b.values()) - kept},
+            },
         }
     attributes["jewish"] = {  # mentioned, never in its person sense: must appear nowhere
         "mentions": 2,
@@ -51,7 +69,7 @@ def run_stats(before: CooccurrenceCounts, after: CooccurrenceCounts, warmup: int
         "after": {"negative": 0, "neutral": 0, "positive": 0},
         "dropped": 0,
     }
-    return {
+    stats = {
         "counters": {
             "docs_in": 12,
             "docs_out": 11,
@@ -73,6 +91,7 @@ def run_stats(before: CooccurrenceCounts, after: CooccurrenceCounts, warmup: int
             "model_quality": {"wsd_kappa": 0.79, "regard_macro_f1": 0.66, "negative_f1": 0.42},
         },
     }
+    return with_estimates(stats, calibration or Calibration.identity()) if estimates else stats
 
 
 def test_report_files_html_is_self_contained(tmp_path: Path):
@@ -137,7 +156,9 @@ def test_report_flags_every_attribute_above_its_cap_with_the_reason(tmp_path: Pa
     assert '<div class="card bad">' in head
     assert "muslim" not in head  # within the cap: not in the headline's list
     md = paths.markdown.read_text(encoding="utf-8")
-    assert re.search(r"\| white \| 2 \| 50\.0% \| 2 \| 50\.0% \| 0 \| ABOVE CAP: under warm-up", md)
+    assert re.search(
+        r"\| white \| 2 \| 50\.0% \| 2 \| 50\.0% \| 0 \| (.+? \| ){3}ABOVE CAP: under warm-up", md
+    )
 
     stats["attributes"]["white"]["after"] = {"negative": 0, "neutral": 2, "positive": 0}
     stats["attributes"]["muslim"]["after"] = {"negative": 0, "neutral": 0, "positive": 1}

@@ -25,10 +25,11 @@ class Heading:
 
 @dataclass
 class Para:
-    """A paragraph; ``tone`` "warn", "good" or "note" styles it."""
+    """A paragraph; ``tone`` styles it, ``label`` leads it in bold ("Guaranteed: ...")."""
 
     text: str
-    tone: str = ""  # "", "warn", "good", "note"
+    tone: str = ""  # "", "warn", "good", "note", "claim" (the headline's guaranteed/estimated lines)
+    label: str = ""
 
 
 @dataclass
@@ -37,7 +38,9 @@ class Table:
 
     headers: list[str]
     rows: list[list[str]]
-    flagged: list[bool] = field(default_factory=list)  # rows to highlight (above the cap)
+    flagged: list[bool] = field(
+        default_factory=list
+    )  # rows to highlight (above the cap); last column: status
     numeric: set[int] = field(default_factory=set)  # right-aligned columns
 
 
@@ -100,7 +103,8 @@ def render_markdown(blocks: Sequence[Block]) -> str:
         if isinstance(b, Heading):
             out.append("#" * b.level + " " + b.text)
         elif isinstance(b, Para):
-            out.append(("**Warning:** " if b.tone == "warn" else "") + b.text)
+            lead = f"**{b.label}:** " if b.label else ""
+            out.append(("**Warning:** " if b.tone == "warn" else "") + lead + b.text)
         elif isinstance(b, Table):
             lines = ["| " + " | ".join(_md_cell(h) for h in b.headers) + " |", "|" + "---|" * len(b.headers)]
             lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
@@ -151,11 +155,13 @@ dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:0.8
 dl.kv dt{font-weight:600;color:#57606a}dl.kv dd{margin:0}
 p.warn{background:#fff8e5;border-left:4px solid #d4a72c;padding:6px 10px}
 p.good{color:#1a7f37}
+p.claim{border-left:4px solid #8c959f;background:#f6f8fa;padding:6px 10px;margin:0.4em 0}
 p.note{color:#57606a;font-size:0.9em}
 table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.88em}
 th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.status td:last-child{min-width:9em}
 tr.flag td{background:#fff1f0}
 img{max-width:100%}
 figure{margin:0.5em 0}
@@ -178,7 +184,8 @@ def _html_blocks(blocks: Sequence[Block]) -> list[str]:
             body.append(f"<h{b.level}{anchor}>{esc(b.text)}</h{b.level}>")
         elif isinstance(b, Para):
             cls = f' class="{b.tone}"' if b.tone else ""
-            body.append(f"<p{cls}>{esc(b.text)}</p>")
+            lead = f"<b>{esc(b.label)}:</b> " if b.label else ""
+            body.append(f"<p{cls}>{lead}{esc(b.text)}</p>")
         elif isinstance(b, Table):
             head = "".join(f"<th>{esc(h)}</th>" for h in b.headers)
             rows = []
@@ -189,7 +196,12 @@ def _html_blocks(blocks: Sequence[Block]) -> list[str]:
                     for j, c in enumerate(row)
                 )
                 rows.append(f"<tr{flag}>{cells}</tr>")
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            status = (
+                ' class="status"' if b.flagged else ""
+            )  # rows with a cap status: keep its column readable
+            body.append(
+                f"<table{status}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            )
         elif isinstance(b, Cards):
             cards = "".join(
                 f'<div class="card {tone}"><div class="label">{esc(label)}</div>'

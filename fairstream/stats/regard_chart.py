@@ -3,18 +3,23 @@
 The ``top`` attributes with most sentences get a row each (two bars, before and after filtering,
 negative first so small shares stay visible, the cap as a dashed line); the rest are summed into
 one row, so the figure is readable at any number of attributes.
+
+The bars are the regard **the model judged**. With ``stats.json``'s estimates, each attribute's
+bar also carries the **estimated true** negative share as a black diamond with its 95% interval
+(not for the summed row, whose interval the estimates do not give).
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from fairstream.core.schema import REGARD_LABELS as MODEL_ORDER
 from fairstream.stats.counts import CooccurrenceCounts
 from fairstream.stats.regards import REGARD_LABELS, UNKNOWN_REGARD
-from fairstream.summary import pct, share_text
+from fairstream.summary import basis_text, pct, share_text
 
 REGARD_COLORS = {"negative": "#c62828", "neutral": "#b0b0b0", "positive": "#2e7d32", "unknown": "#e6e6e6"}
 CHART_ORDER = (*MODEL_ORDER, UNKNOWN_REGARD)  # negative first: small shares stay visible
@@ -55,11 +60,26 @@ def class_rows(cls: str, before: CooccurrenceCounts, after: CooccurrenceCounts |
     return sorted((r for r in rows if r.n), key=lambda r: (-r.n, r.keyword))
 
 
-def regard_figure(cls: str, rows: Sequence[ClassRow], cap: float | None, top: int) -> bytes:
-    """One row per attribute (top ``top`` by sentences, the rest summed): before and after bars."""
+def regard_figure(
+    cls: str,
+    rows: Sequence[ClassRow],
+    cap: float | None,
+    top: int,
+    *,
+    estimates: Mapping[str, Any] | None = None,
+) -> bytes:
+    """One row per attribute (top ``top`` by sentences, the rest summed): before and after bars.
+
+    ``estimates`` (``stats.json``'s block) adds each attribute's estimated true negative share
+    with its 95% interval to its bars.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+
+    per = (estimates or {}).get("attributes", {})
+    marked = False
 
     shown = list(rows[:top])
     rest = rows[top:]
@@ -73,10 +93,14 @@ def regard_figure(cls: str, rows: Sequence[ClassRow], cap: float | None, top: in
         shown.append(ClassRow(f"{len(rest)} other attributes", before_sum, after_sum))
     paired = shown[0].after is not None if shown else False
     per_row = 0.62 if paired else 0.36
-    height = 1.0 + per_row * len(shown)
-    fig = Figure(figsize=(9.0, height), dpi=100)
+    width, left_in, axes_in = 10.0, 1.6, 4.4  # inches: figure, y labels, bars (notes to the right)
+    top_in, bottom_in = 0.75, 0.75
+    height = top_in + per_row * len(shown) + 0.25 + bottom_in
+    fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)  # the Agg backend, without touching pyplot's global backend
-    ax = fig.add_axes((0.2, 0.55 / height, 0.56, 1 - 0.85 / height))
+    ax = fig.add_axes(
+        (left_in / width, bottom_in / height, axes_in / width, 1 - (top_in + bottom_in) / height)
+    )
     bar_h = 0.36 if paired else 0.7
     yticks, ylabels = [], []
     for i, row in enumerate(shown):
@@ -98,13 +122,16 @@ def regard_figure(cls: str, rows: Sequence[ClassRow], cap: float | None, top: in
                         lw=0.5,
                     )
                 left += share
-            neg = dist.get("negative", 0)
-            note = (
-                f"{label}: n={total}, negative {pct(neg, total)}"
-                if paired
-                else f"n={total}, negative {pct(neg, total)}"
-            )
-            ax.text(1.02, y, note, va="center", fontsize=8, color="#333")
+            note = f"n={total}, model-judged negative {pct(dist.get('negative', 0), total)}"
+            est = per.get(row.keyword, {}).get(label, {})
+            if est.get("estimated_negative_share") is not None and est.get("interval"):
+                x, (lo, hi) = est["estimated_negative_share"], est["interval"]
+                ax.errorbar(
+                    x, y, xerr=[[x - lo], [hi - x]], fmt="D", ms=4, color="black", elinewidth=1, capsize=2
+                )
+                note += f", est. true {100 * x:.1f}%"
+                marked = True
+            ax.text(1.02, y, f"{label}: {note}" if paired else note, va="center", fontsize=8, color="#333")
         yticks.append(float(i))
         ylabels.append(row.keyword)
     if cap is not None and 0 < cap < 1:
@@ -116,22 +143,28 @@ def regard_figure(cls: str, rows: Sequence[ClassRow], cap: float | None, top: in
     ax.set_xlim(0, 1)
     ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
     ax.set_xticklabels(["0", "25%", "50%", "75%", "100%"], fontsize=8)
+    ax.set_xlabel("share of the attribute's person sentences", fontsize=8)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     used = [r for r in CHART_ORDER if any(x.before.get(r) or (x.after or {}).get(r) for x in shown)]
-    handles = [Patch(color=REGARD_COLORS[r], label=r) for r in used]
+    handles: list[Any] = [Patch(color=REGARD_COLORS[r], label=r) for r in used]
+    if marked and estimates:
+        label = f"estimated true negative share, 95% interval ({basis_text(estimates)})"
+        handles.append(Line2D([], [], color="black", marker="D", ms=4, lw=1, label=label))
     fig.legend(
         handles=handles,
         loc="lower left",
         ncol=len(handles),
         fontsize=8,
         frameon=False,
-        bbox_to_anchor=(0.2, 0),
+        bbox_to_anchor=(left_in / width, 0),
     )
-    title = f"{cls}: regard of person sentences" + (
-        ", before (upper bar) and after (lower bar) filtering" if paired else ""
-    )
-    fig.suptitle(title, fontsize=10, x=0.2, ha="left", y=1 - 0.12 / height)
+    title = f"{cls}: regard of person sentences, as the model judged it (bars)"
+    sub = "before (upper bar) and after (lower bar) filtering" if paired else "before filtering"
+    if marked:
+        sub += "; black diamond: the estimated true negative share with its 95% interval"
+    fig.text(left_in / width, 1 - 0.12 / height, title, fontsize=10, ha="left", va="top")
+    fig.text(left_in / width, 1 - 0.36 / height, sub, fontsize=8, ha="left", va="top", color="#444")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()

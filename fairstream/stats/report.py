@@ -2,13 +2,19 @@
 
 Written for a data engineer deciding whether to trust a run, in this order:
 
-1. **Headline**: documents and judged sentences in and out, the dropped share, the cap and the
-   run's settings, the model and its measured quality (from its model card), and every attribute
-   above its cap with the reason.
+1. **Headline**: documents and judged sentences in and out, the dropped share; what the cap
+   **guaranteed** (the model-judged negative share of every attribute <= cap, a bound on the
+   model's decisions, with its warm-up exceptions) and what is **estimated** (the true negative
+   share after filtering and the dropped sentences that were not negative, with 95% intervals,
+   from the model's calibrated probabilities, naming the calibration; ``stats.json``'s
+   ``estimates``); the cap and the run's settings, the model and its measured quality (from its
+   model card), and every attribute above its cap with the reason.
 2. **Per attribute class**: a before/after regard chart (the top attributes by sentences, the
-   rest summed in one bar, so it stays readable at any number of attributes), the numbers behind
-   it, a few dropped sentences per attribute (truncated) and the word-level bias scores where
-   there is data for them, each with a one-line explanation.
+   rest summed in one bar, so it stays readable at any number of attributes; bars model-judged,
+   the estimated true negative share a marker with its interval), the numbers behind it
+   (model-judged and estimated columns, labelled), a few dropped sentences per attribute
+   (truncated) and the word-level bias scores where there is data for them, each with a one-line
+   explanation.
 3. **Appendix** (collapsed): formulas, vocabulary rule, counting internals, the raw stream stats.
 
 Counts come from one place: the headline and the cap status from ``stats.json`` (the stream's
@@ -56,6 +62,7 @@ from fairstream.stats.scores import (
 )
 from fairstream.summary import (
     attribute_rows,
+    estimates_of,
 )
 
 logger = logging.getLogger(__name__)
@@ -188,6 +195,7 @@ def write_report(
     rows = attribute_rows(stream_stats) if stream_stats else []
     status = {r.keyword: r for r in rows}
     run = (stream_stats or {}).get("run") or {}
+    estimates = estimates_of(stream_stats) if stream_stats else None
     blocks: list[Block] = [
         Heading(1, title),
         Para(f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.", "note"),
@@ -210,7 +218,9 @@ def write_report(
     vocab_notes: list[str] = []
     example_map = (examples or {}).get("examples", {})
     for cls in classes:
-        section, fig = class_blocks(cls, before, after, status, run.get("cap"), example_map, top_attributes)
+        section, fig = class_blocks(
+            cls, before, after, status, run.get("cap"), example_map, top_attributes, estimates=estimates
+        )
         sc = score_class(before, cls, **settings)
         section += score_blocks(cls, before, after, sc, top_k, mitigation_k, settings)
         if sc.skipped:

@@ -1,4 +1,9 @@
-"""The report's section of one attribute class: its regard chart and table, dropped examples and word scores."""
+"""The report's section of one attribute class: its regard chart and table, dropped examples and word scores.
+
+Negative shares come in two kinds, labelled apart: model-judged (counted from the model's regard
+decisions; what the cap bounds) and, where ``stats.json`` has its ``estimates``, the estimated true
+share with its 95% interval and the dropped sentences estimated not negative.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +30,9 @@ from fairstream.stats.scores import (
 )
 from fairstream.summary import (
     AttributeRow,
+    basis_text,
+    estimate_cell,
+    not_negative_cell,
     pct,
 )
 
@@ -130,27 +138,43 @@ def class_blocks(
     cap: float | None,
     examples: Mapping[str, Sequence[Mapping[str, Any]]],
     top_attributes: int,
+    estimates: Mapping[str, Any] | None = None,
 ) -> tuple[list[Block], Figure | None]:
-    """The blocks of one class's section (chart, table, dropped examples) and its figure (None: no rows)."""
+    """The blocks of one class's section (chart, table, dropped examples) and its figure (None: no rows).
+
+    ``estimates`` is ``stats.json``'s ``estimates`` block (None: model-judged shares only).
+    """
+    per = (estimates or {}).get("attributes", {})
     rows = class_rows(cls, before, after)
     if not rows:
         return [], None
     n = sum(r.n for r in rows)
     neg = sum(r.before["negative"] for r in rows)
-    title = f"{cls}: {len(rows)} attribute{'s' if len(rows) != 1 else ''}, {n} person sentences, {pct(neg, n)} negative"
+    title = (
+        f"{cls}: {len(rows)} attribute{'s' if len(rows) != 1 else ''}, {n} person sentences, "
+        f"{pct(neg, n)} model-judged negative"
+    )
     if after is not None:
         kept = sum(r.kept or 0 for r in rows)
         title += f", {n - kept} dropped"
     blocks: list[Block] = [Heading(2, title, anchor=_slug(cls))]
     fig = Figure(
         f"figures/regard_{_slug(cls)}.png",
-        regard_figure(cls, rows, cap, top_attributes),
-        f"Regard per attribute, {cls}",
+        regard_figure(cls, rows, cap, top_attributes, estimates=estimates),
+        f"Regard per attribute, {cls}: model-judged shares"
+        + (", estimated true negative share with its 95% interval" if estimates else ""),
     )
     blocks.append(fig)
-    headers = ["attribute", "person sentences", "negative before"]
+    headers = ["attribute", "person sentences", "model-judged negative before"]
     if after is not None:
-        headers += ["kept", "negative after", "dropped"] + (["cap status"] if status else [])
+        headers += ["kept", "model-judged negative after", "dropped"]
+        if estimates:
+            headers += [
+                "estimated true negative before (95% interval)",
+                "estimated true negative after (95% interval)",
+                "dropped, estimated not negative (95% interval)",
+            ]
+        headers += ["cap status"] if status else []
 
     def table_row(r: ClassRow) -> list[str]:
         row = [r.keyword, str(r.n), pct(r.before["negative"], r.n)]
@@ -159,9 +183,15 @@ def class_blocks(
             state = (
                 ("ABOVE CAP: " + st.reason) if st is not None and st.over_cap else ("within" if st else "")
             )
-            row += [str(r.kept), pct(r.after["negative"], r.kept), str(r.n - r.kept)] + (
-                [state] if status else []
-            )
+            row += [str(r.kept), pct(r.after["negative"], r.kept), str(r.n - r.kept)]
+            if estimates:
+                e = per.get(r.keyword, {})
+                row += [
+                    estimate_cell(e.get("before")),
+                    estimate_cell(e.get("after")),
+                    not_negative_cell(e.get("dropped")),
+                ]
+            row += [state] if status else []
         return row
 
     def notable(i: int, r: ClassRow) -> bool:  # in the chart, above the cap, or with drops
@@ -173,8 +203,19 @@ def class_blocks(
 
     def table(part: list[ClassRow]) -> Table:
         flagged = [bool((st := status.get(r.keyword)) and st.over_cap) for r in part]
-        return Table(headers, [table_row(r) for r in part], flagged, numeric={1, 2, 3, 4, 5})
+        numeric = set(range(1, len(headers) - (1 if status else 0)))
+        return Table(headers, [table_row(r) for r in part], flagged if status else [], numeric=numeric)
 
+    if estimates and after is not None:
+        blocks.append(
+            Para(
+                "Model-judged: the share of person sentences the model called negative (what the cap "
+                "bounds). Estimated true: the expected share truly negative, from "
+                f"{basis_text(estimates)}, with a 95% interval; dropped, estimated not negative: how "
+                "many of the dropped sentences were probably not negative toward the attribute.",
+                "note",
+            )
+        )
     blocks.append(table(main))
     if rest:
         blocks.append(

@@ -1,4 +1,11 @@
-"""The report's headline: the run in numbers, its settings and model, and every attribute above its cap."""
+"""The report's headline: the run, what the cap guaranteed, what is estimated, and the attributes above it.
+
+The run in numbers, its settings and model, and every attribute above its cap, with the reason.
+
+The cap bounds the **model-judged** negative share (a guarantee about the model's decisions); the
+true share is only **estimated** (``stats.json``'s ``estimates``, from the model's calibrated
+P(negative)). The headline says both, labelled, and names the calibration.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +22,45 @@ from fairstream.stats.page import (
     Table,
 )
 from fairstream.summary import (
+    NO_ESTIMATES,
     AttributeRow,
+    basis_text,
     cap_text,
+    estimate_cell,
+    estimate_text,
+    estimates_of,
+    guarantee_text,
     headline_numbers,
+    interval_text,
     model_text,
     pct,
+    share_pct,
     share_text,
 )
+
+
+def claim_blocks(stream_stats: Mapping[str, Any], rows: Sequence[AttributeRow]) -> list[Block]:
+    """The headline's two claims: what the cap guaranteed (model-judged) and what is estimated (true)."""
+    run = stream_stats.get("run") or {}
+    blocks: list[Block] = []
+    if "cap" in run:
+        blocks.append(
+            Para(
+                guarantee_text(run, rows, le="≤") + ". This bounds the model's decisions, not the text.",
+                "claim",
+                "Guaranteed",
+            )
+        )
+    est = estimates_of(stream_stats)
+    if est is None:
+        return [*blocks, Para(NO_ESTIMATES + ".", "claim", "Estimated")]
+    source = (
+        "the model's calibrated probabilities"
+        if est.get("calibrated")
+        else "uncalibrated model probabilities"
+    )
+    text = f"{estimate_text(est)}; 95% intervals, from {source}. Calibration: {est.get('calibration', '?')}."
+    return [*blocks, Para(text, "claim", "Estimated")]
 
 
 def headline_blocks(
@@ -78,7 +117,9 @@ def headline_blocks(
             holds = "strict: holds from the first sentence"
         else:
             holds = f"holds after {run.get('warmup')} kept sentences"
-        cards.append(("negative-regard cap", f"{share_text(run['cap'])} per attribute", holds, ""))
+        cards.append(
+            ("negative-regard cap", f"{share_text(run['cap'])} per attribute", f"model-judged; {holds}", "")
+        )
         cards.append(
             (
                 "attributes above the cap",
@@ -89,7 +130,20 @@ def headline_blocks(
                 "bad" if over else "good",
             )
         )
-    blocks: list[Block] = [Para(lead, "lead"), Cards(cards)]
+    est = estimates_of(stream_stats) if stream_stats else None
+    if est is not None and est["pooled"]["after"].get("sentences"):
+        kept = est["pooled"]["after"]
+        cards.append(
+            (
+                "true negative share after, estimated",
+                share_pct(kept["estimated_negative_share"]),
+                f"95% interval {interval_text(kept)}; model-judged {share_pct(kept.get('model_negative_share'))}; "
+                f"pooled over attributes, from {basis_text(est)}",
+                "",
+            )
+        )
+    blocks: list[Block] = [Para(lead, "lead"), *(claim_blocks(stream_stats, rows) if stream_stats else [])]
+    blocks.append(Cards(cards))
     if not run:
         blocks.append(
             Para(
@@ -135,21 +189,26 @@ def headline_blocks(
             )
         )
     if over:
+        per = est.get("attributes", {}) if est is not None else None
+        headers = ["attribute", "kept person sentences", "model-judged negative after"]
+        if per is not None:
+            headers.append("estimated true negative after (95% interval)")
         blocks.append(
             Table(
-                ["attribute", "kept person sentences", "negative after", "cap", "reason"],
+                [*headers, "cap", "reason"],
                 [
                     [
                         r.keyword,
                         str(r.kept),
                         f"{r.negative_after} ({pct(r.negative_after, r.kept)})",
+                        *([estimate_cell(per.get(r.keyword, {}).get("after"))] if per is not None else []),
                         share_text(r.cap or 0.0),
                         r.reason,
                     ]
                     for r in over
                 ],
                 [True] * len(over),
-                numeric={1, 2, 3},
+                numeric=set(range(1, len(headers) + 1)),
             )
         )
     return blocks
