@@ -259,7 +259,7 @@ def estimate_text(est: Mapping[str, Any]) -> str:
     )
 
 
-def _wrap(text: str) -> list[str]:
+def wrap_line(text: str) -> list[str]:
     """One summary line, wrapped at ``WIDTH`` columns (continuations indented)."""
     wrapper = textwrap.TextWrapper(WIDTH, "  ", "    ", break_long_words=False, break_on_hyphens=False)
     return wrapper.wrap(text)
@@ -269,14 +269,14 @@ def claim_lines(stats: Mapping[str, Any], run: Mapping[str, Any], rows: Sequence
     """The summary's lines on what the cap guaranteed and what the true shares are estimated to be."""
     lines = []
     if run and "cap" in run:
-        lines += _wrap(
+        lines += wrap_line(
             f"guaranteed (a bound on the model's decisions, not on the text): {guarantee_text(run, rows)}"
         )
     est = estimates_of(stats)
     if est is None:
-        return lines + _wrap(f"estimated true negative shares: {NO_ESTIMATES}")
-    lines += _wrap(f"estimated ({basis_text(est)}, 95% interval): {estimate_text(est)}")
-    return lines + _wrap(f"calibration: {est.get('calibration', '?')}")
+        return lines + wrap_line(f"estimated true negative shares: {NO_ESTIMATES}")
+    lines += wrap_line(f"estimated ({basis_text(est)}, 95% interval): {estimate_text(est)}")
+    return lines + wrap_line(f"calibration: {est.get('calibration', '?')}")
 
 
 def _table(
@@ -328,7 +328,7 @@ def format_summary(summary: Mapping[str, Any], top: int = TOP_ROWS) -> str:
     n_shards = summary.get("shards", 0)
     lines = [
         f"fairstream filter: {n_shards} shard{'s' if n_shards != 1 else ''} -> {summary['output_dir']}",
-        *_wrap(
+        *wrap_line(
             f"documents: {h['docs_in']} in = {h['docs_out']} out ({h['docs_modified']} shortened) + "
             f"{h['docs_dropped']} dropped + {h['docs_skipped']} skipped as bad records; "
             f"{h['docs_with_keyword']} with keywords"
@@ -337,8 +337,8 @@ def format_summary(summary: Mapping[str, Any], top: int = TOP_ROWS) -> str:
         f"({pct(h['sentences_dropped'], h['sentences_judged'])})",
     ]
     if run:
-        lines += _wrap(f"cap: {cap_text(run)}")
-        lines += _wrap(f"model: {model_text(run)}")
+        lines += wrap_line(f"cap: {cap_text(run)}")
+        lines += wrap_line(f"model: {model_text(run)}")
     rows = attribute_rows(stats, run)
     lines += claim_lines(stats, run, rows)
     est = estimates_of(stats)
@@ -363,7 +363,7 @@ def format_summary(summary: Mapping[str, Any], top: int = TOP_ROWS) -> str:
                 cells += [estimate_cell(e.get("after")), not_negative_cell(e.get("dropped"))]
             table.append(cells)
         lines.append("")
-        lines += _wrap(
+        lines += wrap_line(
             "per attribute, of its person sentences: model-judged = the share the model called negative "
             "(what the cap bounds); "
             + (
@@ -381,7 +381,7 @@ def format_summary(summary: Mapping[str, Any], top: int = TOP_ROWS) -> str:
             )
     if over:
         names = ", ".join(r.keyword for r in over)
-        lines += _wrap(
+        lines += wrap_line(
             f"* {len(over)} attribute{'s' if len(over) != 1 else ''} above the cap ({names}): fewer kept "
             "sentences than the warm-up; --warmup 0 makes the cap strict (drops more)"
             if all(r.warmup is not None and r.kept < r.warmup for r in over)

@@ -42,7 +42,7 @@ from fairstream.jobs.report_pass import count_shard, counted_path
 from fairstream.jobs.run_folder import RESUME_HINT, RunFolder, check_annotations, new_manifest
 from fairstream.jobs.tasks import state_path
 from fairstream.progress import Progress
-from fairstream.summary import not_read_lines
+from fairstream.summary import basis_text, estimate_text, not_read_lines, wrap_line
 from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
@@ -216,6 +216,7 @@ class GlobalCapJob:
         stats: dict[str, Any] = {**summary, "before": plan["before"], "kept": plan["kept"]}
         if self.report:
             stats.update(self._report(engine, tasks, timings, summary))
+            summary["estimates"] = stats["estimates"]  # counted by the report pass, printed in the summary
         write_json(out / "stats.json", stats)
         return self._finish(summary)
 
@@ -294,6 +295,24 @@ def _over_cap(counts: dict[str, dict[str, int]], config: FilterConfig) -> list[s
     return over
 
 
+def _claim_lines(summary: dict[str, Any]) -> list[str]:
+    """What the global cap guaranteed (the model-judged shares) and what is estimated (the true ones)."""
+    lines = wrap_line(
+        "guaranteed (a bound on the model's decisions, not on the text): the model-judged negative share of "
+        "every attribute over the whole output <= its cap (exact: the global plan checks every attribute)"
+    )
+    est = summary.get("estimates")
+    if est is None:
+        return lines + wrap_line(
+            "estimated true negative shares: not counted (the report's pass counts sentences; --no-report skipped it)"
+        )
+    return (
+        lines
+        + wrap_line(f"estimated ({basis_text(est)}, 95% interval): {estimate_text(est)}")
+        + wrap_line(f"calibration: {est.get('calibration', '?')}")
+    )
+
+
 def format_job_summary(summary: dict[str, Any]) -> str:
     """The lines printed at the end of a run (and saved as ``summary.txt``)."""
     lines = [
@@ -318,6 +337,7 @@ def format_job_summary(summary: dict[str, Any]) -> str:
             f"  attributes over their cap: {len(before)} before, {len(after)} after"
             + (f" ({', '.join(after)})" if after else "")
         )
+        lines += _claim_lines(summary)
         lines.append(f"  outputs: {summary['output_dir']}/data, plan: {summary['output_dir']}/{PLAN_FILE}")
     else:
         lines.append(
