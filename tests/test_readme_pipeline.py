@@ -32,6 +32,9 @@ def test_readme_pipeline_resumes_without_losing_or_repeating_a_sequence(tmp_path
     exec(compile(code, "README.md[pipeline]", "exec"), ns)
     printed = capsys.readouterr().out
     assert "batches; tokens in" in printed
+    from tests.test_dashboard import check_readme_dashboard
+
+    check_readme_dashboard(tmp_path / "runs" / "fairstream", ns)  # what its FilterDashboard wrote
     # a user's second run of the script in the same folder behaves like the first
     again: dict = {"__name__": "readme_pipeline"}
     exec(compile(code, "README.md[pipeline]", "exec"), again)
