@@ -183,6 +183,22 @@ def test_simulated_ranks_partition_the_stream(tiny_model):
         make(tiny_model, docs, rank=3, world_size=3)
 
 
+def test_simulated_process_group_rank_is_recorded_when_the_stream_is_made(tiny_model, monkeypatch):
+    """A DataLoader worker started by "spawn" has no process group: the rank must come from the rank's process."""
+    import torch.distributed as dist
+
+    docs = sample_docs()
+    with monkeypatch.context() as m:  # the process group as the rank's own process sees it (rank 1 of 2)
+        m.setattr(dist, "is_available", lambda: True)
+        m.setattr(dist, "is_initialized", lambda: True)
+        m.setattr(dist, "get_rank", lambda: 1)
+        m.setattr(dist, "get_world_size", lambda: 2)
+        stream = make(tiny_model, docs, cap=1.0)
+    assert not dist.is_initialized()  # now iterated where no process group exists, as in a spawned worker
+    got = [o["id"] for o in stream]
+    assert got == [d["id"] for d in docs[1::2] if d["text"].strip()]
+
+
 def test_stateful_dataloader_resume(tiny_model):
     tdl = pytest.importorskip("torchdata.stateful_dataloader")
     docs = sample_docs()

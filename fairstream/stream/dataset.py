@@ -65,7 +65,8 @@ class FairStream(IterableDataset):
         annotate: add an annotation dict to each output document under ``annotation_field``.
         hooks: callables ``hook(original_text, annotation)`` run for every document (e.g. the
             co-occurrence sidecar's ``consume``).
-        rank, world_size: DDP position; ``None`` reads ``torch.distributed`` if initialised.
+        rank, world_size: DDP position; ``None`` reads ``torch.distributed`` if initialised (when the
+            stream is made, else when it is iterated).
         locate: names document ``index`` in messages (e.g. ``file:line``); default ``document {index}``.
     """
 
@@ -111,6 +112,10 @@ class FairStream(IterableDataset):
         self.lookahead = config.lookahead
         self.hooks = list(hooks)
         self.locate = locate
+        if rank is None and torch.distributed.is_available() and torch.distributed.is_initialized():
+            # recorded here, in the rank's own process: a DataLoader worker started by "spawn" (the
+            # default where fork is unsafe) has no process group and would read every rank's documents
+            rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
         self._rank, self._world_size = rank, world_size
         self.step = FilterStep(config, model=model, taxonomy=taxonomy)
         self.tagger = self.step.tagger
