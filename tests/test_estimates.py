@@ -185,5 +185,7 @@ def test_stream_and_global_scope_write_the_same_estimates(sample, tmp_path: Path
     assert out["stream"]["estimates"] == out["global"]["estimates"]
     for scope in ("stream", "global"):  # both printed summaries say what is guaranteed and what estimated
         text = (tmp_path / scope / "summary.txt").read_text(encoding="utf-8")
-        assert "guaranteed (a bound on the model's decisions" in text and "estimated (calibrated" in text, text
+        assert "guaranteed (a bound on the model's decisions" in text and "estimated (calibrated" in text, (
+            text
+        )
     assert out["stream"]["estimates"]["pooled"]["before"]["sentences"] > 10
