@@ -21,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from export.train import dev_fold  # noqa: E402
+from export.calibrate import out_of_fold  # noqa: E402
 from fairstream.models.labels import load_labelled_pairs  # noqa: E402
 
 FOLDS = 5
@@ -35,20 +35,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     dev = load_labelled_pairs(args.dev)
-    wsd, reg = np.zeros((len(dev), 3)), np.zeros((len(dev), 3))
-    filled = np.zeros(len(dev), dtype=bool)
-    meta: dict = {}
-    for fold in range(FOLDS):
-        run = args.runs / f"v6-s{args.seed}-f{fold}"
-        if not (run / "dev_regard.npy").is_file():
-            raise SystemExit(f"{run}: no dev_regard.npy; seed {args.seed} needs all {FOLDS} folds")
-        idx = [i for i, p in enumerate(dev) if dev_fold(p.uid, FOLDS) == fold]
-        w, r = np.load(run / "dev_wsd.npy"), np.load(run / "dev_regard.npy")
-        if len(w) != len(idx):
-            raise SystemExit(f"{run}: {len(w)} predictions for the {len(idx)} items of fold {fold}")
-        wsd[idx], reg[idx], filled[idx] = w, r, True
-        meta = meta or json.loads((run / "train_meta.json").read_text())
-    assert filled.all(), "every dev item belongs to one fold"
+    wsd, reg = out_of_fold(args.runs, args.seed, dev, FOLDS)
+    meta = json.loads((args.runs / f"v6-s{args.seed}-f0" / "train_meta.json").read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     np.save(args.out / "dev_wsd.npy", wsd)
     np.save(args.out / "dev_regard.npy", reg)
