@@ -77,6 +77,14 @@ def test_expected_count_is_the_sum_of_calibrated_probabilities_and_each_variance
         assert w["estimate"] == pytest.approx(c["estimate"])
         assert w["high"] - w["low"] > c["high"] - c["low"]
     assert expected_count({}, plain) == {"n": 0, "estimate": 0.0, "low": 0.0, "high": 0.0}
+    # the shift's part taken at Student's t (a handful of kinds of text) instead of the normal quantile
+    t = Calibration("platt", p, (), "t", {"shift": {"sd": 0.5, "quantile": 2.57}})
+    normal, student = expected_count(counts, with_shift), expected_count(counts, t)
+    assert student["high"] - student["estimate"] > normal["high"] - normal["estimate"]
+    shift_part = (0.5 * sampling) ** 2
+    assert student["high"] - student["estimate"] == pytest.approx(
+        math.sqrt(1.959964**2 * sampling + 2.57**2 * shift_part), rel=1e-5
+    )
 
 
 def test_estimate_of_an_attribute_counts_wrong_drops_from_the_dropped_bins() -> None:

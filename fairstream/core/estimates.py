@@ -69,7 +69,8 @@ def expected_count(counts: Mapping[int, int], calibration: Calibration) -> dict[
     # a shift d of the calibration's intercept (text unlike its data) moves the expected count by
     # about d * sum p (1 - p): this part does not shrink with more sentences
     shift = (calibration.shift_sd * sampling) ** 2
-    half = Z95 * math.sqrt(sampling + between + shift)
+    q = calibration.shift_quantile or Z95
+    half = math.sqrt(Z95**2 * (sampling + between) + q**2 * shift)
     return {"n": n, "estimate": point, "low": max(0.0, point - half), "high": min(float(n), point + half)}
 
 

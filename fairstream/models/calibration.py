@@ -85,6 +85,18 @@ class Calibration:
         return float(shift.get("sd", 0.0)) if isinstance(shift, Mapping) else 0.0
 
     @property
+    def shift_quantile(self) -> float | None:
+        """The quantile the shift's part of an interval is taken at (``details["shift"]["quantile"]``).
+
+        ``None``: the normal 1.96. The shift SD is estimated from a handful of kinds of text, so a
+        prediction for a new kind uses Student's t with (groups - 2) degrees of freedom, as a
+        random-effects meta-analysis predicts a new study's effect (Higgins, Thompson & Spiegelhalter 2009).
+        """
+        shift = self.details.get("shift")
+        q = shift.get("quantile") if isinstance(shift, Mapping) else None
+        return float(q) if isinstance(q, int | float) and not isinstance(q, bool) else None
+
+    @property
     def calibrated(self) -> bool:
         """Whether this is a fitted calibration (not the model's own probabilities)."""
         return self.method != "none"
