@@ -1,6 +1,8 @@
 """Protected-attribute taxonomy: classes, keywords, glosses and matched surface forms.
 
-The default taxonomy (``taxonomy-v1``) ships as a JSON data file. Users can load their own file
+The default taxonomy (``taxonomy-v1``) ships as a JSON data file, beside ``taxonomy-v2`` (v1 plus
+HolisticBias axes such as age, sexual orientation and political ideology; not the default). Users
+can load a shipped taxonomy by name (``Taxonomy.load("taxonomy-v2")``), their own file
 (``Taxonomy.from_file``) or extend the default (``Taxonomy.extended``), e.g. with age or political
 belief. Every file is validated on load and errors name the file, the class and the keyword.
 """
@@ -35,7 +37,23 @@ PAPER_CLASSES = (
     "residence",
 )
 
-_KEYWORD_RE = re.compile(r"^[a-z][a-z'\-]*[a-z]$")
+# Classes of the shipped taxonomy-v2 beyond the paper's: allowed without "extra_classes".
+EXTENDED_CLASSES = (
+    "addiction",
+    "age",
+    "immigration status",
+    "marital status",
+    "political ideology",
+    "veteran status",
+)
+
+_WORD = r"[a-z][a-z'\-]*[a-z]"
+_KEYWORD_RE = re.compile(rf"^{_WORD}$")
+# a surface form is a word or words joined by single spaces ("native american"), matched as a whole
+_FORM_RE = re.compile(rf"^{_WORD}(?: [a-z](?:[a-z'\-]*[a-z])?)*$")
+# optional provenance of an entry (kept, never used for matching)
+_PROVENANCE_FIELDS = ("axis", "bucket", "source")
+_FIELDS = ("keyword", "gloss", "forms", *_PROVENANCE_FIELDS, "dispreferred")
 
 
 @dataclass(frozen=True)
@@ -46,6 +64,12 @@ class Attribute:
     attribute_class: str
     gloss: str
     forms: tuple[str, ...] = field(default=())
+    # optional provenance (taxonomy-v2): HolisticBias axis and bucket, and where the entry came from
+    axis: str | None = None
+    bucket: str | None = None
+    source: str | None = None
+    # a term HolisticBias marks dispreferred: detected like any keyword, flagged for audits
+    dispreferred: bool = False
 
     @property
     def description(self) -> str:
@@ -80,16 +104,28 @@ class Taxonomy:
     @classmethod
     def default(cls) -> Taxonomy:
         """The shipped ``taxonomy-v1`` (10 classes, 97 keywords)."""
-        path = resources.files("fairstream") / "data" / f"{DEFAULT_TAXONOMY}.json"
+        return cls.shipped(DEFAULT_TAXONOMY)
+
+    @classmethod
+    def shipped(cls, name: str) -> Taxonomy:
+        """A taxonomy shipped with fairstream by name (``"taxonomy-v1"``, ``"taxonomy-v2"``)."""
+        if name not in shipped_taxonomies():
+            raise TaxonomyError(f"{name!r} is not a shipped taxonomy; shipped: {list(shipped_taxonomies())}")
+        path = resources.files("fairstream") / "data" / f"{name}.json"
         return cls.from_dict(
             json.loads(path.read_text(encoding="utf-8")), source=f"fairstream/data/{path.name}"
         )
 
     @classmethod
     def load(cls, name_or_path: str | Path | None = None) -> Taxonomy:
-        """Load the default taxonomy (``None`` or ``"taxonomy-v1"``) or a JSON file by path."""
-        if name_or_path is None or name_or_path == DEFAULT_TAXONOMY:
+        """Load the default (``None``), a shipped taxonomy by name or a JSON file by path.
+
+        Shipped names are ``"taxonomy-v1"`` (the default) and ``"taxonomy-v2"``; any other string is a path.
+        """
+        if name_or_path is None:
             return cls.default()
+        if isinstance(name_or_path, str) and name_or_path in shipped_taxonomies():
+            return cls.shipped(name_or_path)
         return cls.from_file(name_or_path)
 
     @classmethod
@@ -113,7 +149,9 @@ class Taxonomy:
         """Build and validate a taxonomy from its JSON structure.
 
         The structure is ``{"name": str, "classes": {class: [{"keyword", "gloss", "forms"?}, ...]},
-        "extra_classes"?: [str, ...]}``. ``forms`` defaults to the keyword alone.
+        "extra_classes"?: [str, ...]}``. ``forms`` defaults to the keyword alone. An entry may also
+        carry provenance (``"axis"``, ``"bucket"``, ``"source"``: strings) and ``"dispreferred"``
+        (bool); they are kept on the :class:`Attribute` and play no part in matching.
         """
         if not isinstance(data, Mapping):
             raise TaxonomyError(f"{source}: top level must be an object with 'name' and 'classes'")
@@ -126,7 +164,7 @@ class Taxonomy:
         extra = data.get("extra_classes", [])
         if not isinstance(extra, list) or not all(isinstance(c, str) for c in extra):
             raise TaxonomyError(f"{source}: 'extra_classes' must be a list of class names")
-        allowed = set(PAPER_CLASSES) | set(extra)
+        allowed = set(PAPER_CLASSES) | set(EXTENDED_CLASSES) | set(extra)
         attributes: list[Attribute] = []
         for cls_name, items in classes.items():
             if cls_name not in allowed:
@@ -155,9 +193,13 @@ class Taxonomy:
         """The taxonomy in its JSON structure (round-trips through ``from_dict``)."""
         classes: dict[str, list[dict[str, Any]]] = {}
         for attr in self:
-            classes.setdefault(attr.attribute_class, []).append(
-                {"keyword": attr.keyword, "gloss": attr.gloss, "forms": list(attr.forms)}
-            )
+            entry: dict[str, Any] = {"keyword": attr.keyword, "gloss": attr.gloss, "forms": list(attr.forms)}
+            for key in _PROVENANCE_FIELDS:
+                if getattr(attr, key) is not None:
+                    entry[key] = getattr(attr, key)
+            if attr.dispreferred:
+                entry["dispreferred"] = True
+            classes.setdefault(attr.attribute_class, []).append(entry)
         extra = sorted(set(classes) - set(PAPER_CLASSES))
         return {"name": self.name, "classes": classes, "extra_classes": extra}
 
@@ -202,9 +244,9 @@ def _parse_attribute(item: Any, cls_name: str, index: int, source: str) -> Attri
     where = f"{source}: class {cls_name!r} item {index}"
     if not isinstance(item, Mapping):
         raise TaxonomyError(f"{where}: must be an object with 'keyword' and 'gloss'")
-    unknown = set(item) - {"keyword", "gloss", "forms"}
+    unknown = set(item) - set(_FIELDS)
     if unknown:
-        raise TaxonomyError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: keyword, gloss, forms")
+        raise TaxonomyError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {', '.join(_FIELDS)}")
     keyword = item.get("keyword")
     if not isinstance(keyword, str) or not _KEYWORD_RE.match(keyword):
         raise TaxonomyError(
@@ -221,10 +263,43 @@ def _parse_attribute(item: Any, cls_name: str, index: int, source: str) -> Attri
         raise TaxonomyError(f"{where}: 'forms' must be a non-empty list of strings")
     norm_forms = []
     for form in forms:
-        if not _KEYWORD_RE.match(form):
-            raise TaxonomyError(f"{where}: form {form!r} must be a lowercase word")
+        if not _FORM_RE.match(form):
+            raise TaxonomyError(
+                f"{where}: form {form!r} must be a lowercase word (or words joined by single spaces)"
+            )
         if form not in norm_forms:
             norm_forms.append(form)
     if keyword not in norm_forms:
         norm_forms.insert(0, keyword)
-    return Attribute(keyword=keyword, attribute_class=cls_name, gloss=gloss.strip(), forms=tuple(norm_forms))
+    provenance: dict[str, str] = {}
+    for key in _PROVENANCE_FIELDS:
+        value = item.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not value.strip():
+                raise TaxonomyError(f"{where}: {key!r} must be a non-empty string when given")
+            provenance[key] = value
+    dispreferred = item.get("dispreferred", False)
+    if not isinstance(dispreferred, bool):
+        raise TaxonomyError(f"{where}: 'dispreferred' must be true or false")
+    return Attribute(
+        keyword=keyword,
+        attribute_class=cls_name,
+        gloss=gloss.strip(),
+        forms=tuple(norm_forms),
+        axis=provenance.get("axis"),
+        bucket=provenance.get("bucket"),
+        source=provenance.get("source"),
+        dispreferred=dispreferred,
+    )
+
+
+def shipped_taxonomies() -> tuple[str, ...]:
+    """Names of the taxonomies shipped in ``fairstream/data`` (``taxonomy-v1``, ``taxonomy-v2``, ...)."""
+    data = resources.files("fairstream") / "data"
+    return tuple(
+        sorted(
+            p.name.removesuffix(".json")
+            for p in data.iterdir()
+            if p.name.startswith("taxonomy-") and p.name.endswith(".json")
+        )
+    )
