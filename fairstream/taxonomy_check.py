@@ -110,10 +110,16 @@ def resolve_taxonomy_path(name_or_path: str | Path) -> Path:
     return path
 
 
+def shown_path(name_or_path: str | Path) -> str:
+    """How messages name a taxonomy file: ``fairstream/data/NAME.json`` for a shipped name, else the path."""
+    path = resolve_taxonomy_path(name_or_path)
+    return f"fairstream/data/{path.name}" if path != Path(name_or_path) else str(path)
+
+
 def check_taxonomy(path: str | Path) -> list[Problem]:
-    """Every problem of the taxonomy file ``path`` (or shipped name), errors and warnings, in file order."""
+    """Every problem of the taxonomy file ``path`` (or shipped name): errors, then warnings."""
+    source = shown_path(path)
     path = resolve_taxonomy_path(path)
-    source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -221,6 +227,7 @@ def check_data(data: Any, *, source: str = "<dict>") -> list[Problem]:
             Taxonomy.from_dict(data, source=source)
         except TaxonomyError as exc:
             problems.append(Problem(source, _strip(str(exc), source), kind="schema"))
+    problems.sort(key=lambda p: p.severity != "error")  # errors first, each kind in file order
     return problems
 
 

@@ -41,6 +41,7 @@ def cmd_taxonomy_check(args: argparse.Namespace) -> int:
         format_usage,
         keyword_usage,
         resolve_taxonomy_path,
+        shown_path,
         usage_flags,
     )
 
@@ -48,18 +49,18 @@ def cmd_taxonomy_check(args: argparse.Namespace) -> int:
     _count("--max-mentions-per-keyword", args.max_mentions_per_keyword, 1)
     if args.json and not args.shards:
         raise FairStreamError("--json: the per-keyword table needs shards; pass SHARDS... after FILE")
-    path = resolve_taxonomy_path(args.file)
-    problems = check_taxonomy(path)
+    path, shown = resolve_taxonomy_path(args.file), shown_path(args.file)
+    problems = check_taxonomy(args.file)
     for p in problems:
         print(p.line())
     errors = sum(p.severity == "error" for p in problems)
     warnings = len(problems) - errors
     if errors:
-        print(f"{path}: {errors} error(s), {warnings} warning(s): fix the errors before a run")
+        print(f"{shown}: {errors} error(s), {warnings} warning(s): fix the errors before a run")
         return 1
     tax = Taxonomy.from_file(path)
     print(
-        f"{path}: OK: {tax.name}: {len(tax.classes)} classes, {len(tax)} keywords, "
+        f"{shown}: OK: {tax.name}: {len(tax.classes)} classes, {len(tax)} keywords, "
         f"{len(tax.forms)} forms" + (f"; {warnings} warning(s)" if warnings else "")
     )
     flags = []
@@ -74,16 +75,16 @@ def cmd_taxonomy_check(args: argparse.Namespace) -> int:
         )
         for line in format_usage(report):
             print(line)
-        flags = usage_flags(report, str(path))
+        flags = usage_flags(report, shown)
         for p in flags:
             print(p.line())
         unreliable = len({p.keyword for p in flags})
         print(
-            f"{path}: {unreliable} of {len(tax)} keywords look unreliable on {report.documents} documents"
+            f"{shown}: {unreliable} of {len(tax)} keywords look unreliable on {report.documents} documents"
             + (f" ({len(report.skipped)} bad records skipped)" if report.skipped else "")
         )
         if args.json:
-            write_json(args.json, report.to_dict(str(path)))
+            write_json(args.json, report.to_dict(shown))
             print(f"wrote the per-keyword table to {args.json}")
     return 1 if args.strict and (warnings or flags) else 0
 
