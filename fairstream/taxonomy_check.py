@@ -629,7 +629,8 @@ def keyword_usage(
     from fairstream.candidates import CandidateExtractor
     from fairstream.core.config import FilterConfig
     from fairstream.errors import InvalidDocumentError
-    from fairstream.io import find_shards, iter_records
+    from fairstream.io import find_shards
+    from fairstream.jobs.reader import ShardReader
     from fairstream.models.encoding import MentionInput
     from fairstream.models.loader import load_model_for
     from fairstream.progress import Progress
@@ -646,13 +647,13 @@ def keyword_usage(
     )
     usage = {a.keyword: KeywordUsage(a.keyword, a.attribute_class) for a in taxonomy}
     judged: dict[tuple[str, int, int, str], Any] = {}  # (sentence, start, end, keyword) -> prediction
-    skipped: list[str] = []
+    skipped: list[str] = []  # bad records and invalid documents (on_error="skip")
     n_docs = text_bytes = shards_read = 0
     max_chars = config.max_doc_chars or None
     bar = Progress(
         sum(s.stat().st_size for s in listing.shards), desc="fairstream taxonomy check", enabled=progress
     )
-    window: list[tuple[str, MentionInput | None]] = []  # (keyword, mention to judge) in text order
+    window: list[tuple[str, MentionInput]] = []  # (keyword, mention judged) in text order
     todo: dict[tuple[str, int, int, str], MentionInput] = {}
 
     def flush() -> None:
@@ -662,13 +663,32 @@ def keyword_usage(
             judged.update(zip(keys, preds, strict=True))
             todo.clear()
         for keyword, item in window:
-            if item is None:
-                continue
             pred = judged[(item.text, item.start, item.end, keyword)]
             u = usage[keyword]
             u.person += bool(pred.person)
             u.unsure += UNSURE_LOW <= pred.wsd_score <= UNSURE_HIGH
         window.clear()
+
+    def collect(text: str) -> None:
+        scan = extractor.scan(text)
+        if not scan.has_keyword:
+            return
+        for m in extractor.detector.find(text):
+            usage[m.keyword].hits += 1
+        for cand in scan.candidates:
+            sentence = text[cand.start : cand.end]
+            for m in cand.mentions:
+                u = usage[m.keyword]
+                u.candidates += 1
+                if u.judged >= max_mentions_per_keyword:
+                    continue
+                u.judged += 1
+                key = (sentence, m.start - cand.start, m.end - cand.start, m.keyword)
+                attr = taxonomy[m.keyword]
+                item = MentionInput(sentence, key[1], key[2], attr.keyword, attr.gloss)
+                if key not in judged:
+                    todo.setdefault(key, item)
+                window.append((m.keyword, item))
 
     try:
         for shard in listing.shards:
@@ -676,44 +696,32 @@ def keyword_usage(
                 break
             shards_read += 1
             bar.note(shard.name)
-            for line, doc in iter_records(shard, on_error=config.on_error, skipped=skipped):
-                if n_docs >= max_docs:
-                    break
-                n_docs += 1
-                value = doc.get(config.text_field) if isinstance(doc, Mapping) else doc
-                try:
-                    text = coerce_text(
-                        value, where=f"{shard}:{line} field {config.text_field!r}", max_chars=max_chars
-                    )
-                except InvalidDocumentError as exc:
-                    if config.on_error == "raise":
-                        raise
-                    logger.warning("skipping: %s", exc.problem)
-                    skipped.append(exc.problem)
-                    continue
-                text_bytes += len(text.encode("utf-8", "surrogatepass"))
-                scan = extractor.scan(text)
-                if not scan.has_keyword:
-                    continue
-                for m in extractor.detector.find(text):
-                    usage[m.keyword].hits += 1
-                for cand in scan.candidates:
-                    sentence = text[cand.start : cand.end]
-                    for m in cand.mentions:
-                        u = usage[m.keyword]
-                        u.candidates += 1
-                        if u.judged >= max_mentions_per_keyword:
-                            continue
-                        u.judged += 1
-                        key = (sentence, m.start - cand.start, m.end - cand.start, m.keyword)
-                        attr = taxonomy[m.keyword]
-                        item = MentionInput(sentence, key[1], key[2], attr.keyword, attr.gloss)
-                        if key not in judged:
-                            todo.setdefault(key, item)
-                        window.append((m.keyword, item))
-                if len(todo) >= _JUDGE_AT:
-                    flush()
-            bar.advance(shard.stat().st_size)
+            reader = ShardReader(shard, on_error=config.on_error)
+            shard_start = bar.n
+            try:
+                for record in reader.records():
+                    if n_docs >= max_docs:
+                        break
+                    n_docs += 1
+                    bar.advance(max(0.0, shard_start + record.position - bar.n))
+                    where = f"{shard}:{record.line} field {config.text_field!r}"
+                    try:
+                        text = coerce_text(
+                            record.data.get(config.text_field), where=where, max_chars=max_chars
+                        )
+                    except InvalidDocumentError as exc:
+                        if config.on_error == "raise":
+                            raise
+                        logger.warning("skipping: %s", exc.problem)
+                        skipped.append(exc.problem)
+                        continue
+                    text_bytes += len(text.encode("utf-8"))
+                    collect(text)
+                    if len(todo) >= _JUDGE_AT:
+                        flush()
+            finally:
+                skipped += reader.skipped
+            bar.advance(max(0.0, shard_start + reader.size - bar.n))
         flush()
     finally:
         bar.close()

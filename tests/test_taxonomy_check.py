@@ -14,6 +14,7 @@ from fairstream.cli import main
 from fairstream.core.config import FilterConfig
 from fairstream.core.step import FilterStep
 from fairstream.detect import KeywordDetector
+from fairstream.errors import ShardError
 from fairstream.io import sample_corpus_path
 from fairstream.models.loader import load_model_for
 from fairstream.taxonomy import Taxonomy
@@ -302,3 +303,18 @@ def test_taxonomy_without_subcommand_is_unchanged(capsys):
     assert "taxonomy-v1: 10 classes, 97 keywords" in capsys.readouterr().out
     assert main(["taxonomy", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["name"] == "taxonomy-v1"
+
+
+def test_bad_records_and_progress(tmp_path: Path, model, capsys):
+    shard = tmp_path / "bad.jsonl"
+    good = "The Muslim volunteers who organised the food bank were warmly thanked by the whole town council last Sunday."
+    shard.write_text(json.dumps({"text": good}) + "\nnot json\n" + json.dumps({"id": 3}) + "\n")
+    with pytest.raises(ShardError, match=r"bad\.jsonl:2: invalid JSON"):
+        keyword_usage([shard], Taxonomy.default(), model=model)
+    report = keyword_usage(
+        [shard], Taxonomy.default(), FilterConfig(on_error="skip"), model=model, progress=True
+    )
+    assert report.documents == 2 and len(report.skipped) == 2
+    muslim = next(u for u in report.keywords if u.keyword == "muslim")
+    assert (muslim.hits, muslim.judged, muslim.person) == (1, 1, 1)
+    assert "fairstream taxonomy check: " in capsys.readouterr().err
