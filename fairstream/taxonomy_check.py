@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fairstream.detect import KeywordDetector, Mention
 from fairstream.errors import TaxonomyError, option
-from fairstream.taxonomy import DEFAULT_TAXONOMY, PAPER_CLASSES, Attribute, Taxonomy
+from fairstream.taxonomy import DEFAULT_TAXONOMY, EXTENDED_CLASSES, PAPER_CLASSES, Attribute, Taxonomy
 
 if TYPE_CHECKING:
     from fairstream.core.config import FilterConfig
@@ -178,7 +178,7 @@ def check_data(data: Any, *, source: str = "<dict>") -> list[Problem]:
             )
         )
         return problems
-    allowed = set(PAPER_CLASSES) | set(extra)
+    allowed = set(PAPER_CLASSES) | set(EXTENDED_CLASSES) | set(extra)  # the loader's rule
     attrs: list[Attribute] = []
     for cls_name, items in classes.items():
         attrs += _check_class(str(cls_name), items, base, allowed, source, problems)
