@@ -262,3 +262,14 @@ def test_agreement_numbers(tmp_path: Path) -> None:
     assert rep["regard_compared"] == 2 and rep["regard_agreement"] == 0.5
     assert rep["regard_f1"]["negative"] == 1.0 and rep["negative_f1"] == 1.0
     assert rep["regard_confusion"]["neutral"]["positive"] == 1
+
+
+def test_batch_accepts_the_forms_of_a_shipped_taxonomy_and_refuses_changed_text():
+    """A candidate's offsets may point at a form that does not start with the keyword ("cis" for
+    cisgender, "Native Americans" for native-american); text that is no form of it means the source changed."""
+    from export.annotation.batch import points_at_keyword
+
+    assert points_at_keyword("Jews", "jew") and points_at_keyword("vegans", "vegan")
+    assert points_at_keyword("cis", "cisgender")
+    assert points_at_keyword("Native  Americans", "native-american")
+    assert not points_at_keyword("cat", "cisgender") and not points_at_keyword("the", "jew")
