@@ -136,3 +136,31 @@ def test_a_card_spec_without_calibration_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(SystemExit, match="give calibration and estimates"):
         build(spec)
+
+
+def test_eval_keywords_scores_each_half_class_and_keyword() -> None:
+    from export.eval_keywords import evaluate
+
+    split = {"train": ["gay"], "heldout": ["old"]}
+    pairs = [
+        LabelledPair(
+            "a", MentionInput("Some gay men.", 5, 8, "gay", "g"), "sexual orientation", "yes", "neutral"
+        ),
+        LabelledPair("b", MentionInput("A gay party.", 2, 5, "gay", "g"), "sexual orientation", "no", None),
+        LabelledPair("c", MentionInput("Old people.", 0, 3, "old", "g"), "age", "yes", "negative"),
+        LabelledPair("d", MentionInput("An old house.", 3, 6, "old", "g"), "age", "no", None),
+        LabelledPair("e", MentionInput("Vegan food.", 0, 5, "vegan", "g"), "dietary habits", "no", None),
+    ]
+    preds = [_pred(0.1), _pred(0.1), _pred(0.9), _pred(0.2), _pred(0.1, person=False)]
+    out = evaluate(pairs, preds, split)
+    assert set(out["halves"]) == {"train", "heldout", "other"}
+    assert out["halves"]["train"]["(all)"]["n"] == 2 and out["halves"]["heldout"]["age"]["n"] == 2
+    assert out["keywords"]["gay"] == {
+        "half": "train",
+        "class": "sexual orientation",
+        "pairs": 2,
+        "gold_person_share": 0.5,
+        "model_person_share": 1.0,
+        "wsd_accuracy": 0.5,
+    }
+    assert out["keywords"]["vegan"]["half"] == "other" and out["keywords"]["vegan"]["wsd_accuracy"] == 1.0

@@ -1,0 +1,107 @@
+"""Score a model on labelled pairs of keywords it may never have trained on: per half, class and keyword.
+
+    NLTK_DATA=../shared/data/nltk_data python -m export.eval_keywords \\
+        --labels export/labels/text-r30.jsonl --split export/labels/taxonomy-v2-split.json \\
+        --model joint-v6-cascade --json export/sweeps/session30-zero-shot-v2-keywords.json
+
+Issue 47's measurement of what a user who adds keywords gets. The labels are stand-off
+(``export.labels.load_text_standoff``: texts from ``runs/packages`` and ../shared/data/corpus). The
+split file's ``train`` and ``heldout`` keyword lists (fixed before the labels were read) name the
+halves; pairs of keywords in neither are reported as ``other``. For each half, and each class
+within it, the numbers of ``fairstream eval-models`` (``fairstream.eval.score``: WSD kappa, regard
+macro-F1, negative precision and recall); per keyword, its pairs, gold person share and WSD
+accuracy (yes against not-yes, "unsure" counting as not-yes as the guide says), so a card can show
+which words the model cannot disambiguate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fairstream.eval import score
+from fairstream.models.labels import LabelledPair
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def halves(split: dict[str, Any], keyword: str) -> str:
+    """Which half of the split a keyword is in (``other`` when neither)."""
+    if keyword in split.get("train", []):
+        return "train"
+    return "heldout" if keyword in split.get("heldout", []) else "other"
+
+
+def evaluate(pairs: Sequence[LabelledPair], preds: Sequence[Any], split: dict[str, Any]) -> dict[str, Any]:
+    """Scores per half, per (half, class) and per keyword (see module docstring)."""
+    wsd = ["yes" if q.person else "no" for q in preds]
+    regard = [q.regard for q in preds]
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, p in enumerate(pairs):
+        half = halves(split, p.mention.keyword)
+        groups[(half, "(all)")].append(i)
+        groups[(half, p.attribute_class)].append(i)
+    out: dict[str, Any] = {"halves": {}, "keywords": {}}
+    for (half, cls), idx in sorted(groups.items()):
+        s = score([pairs[i] for i in idx], [wsd[i] for i in idx], [regard[i] for i in idx])
+        out["halves"].setdefault(half, {})[cls] = s
+    by_kw: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(pairs):
+        by_kw[p.mention.keyword].append(i)
+    for kw, idx in sorted(by_kw.items()):
+        gold = [pairs[i].wsd == "yes" for i in idx]
+        right = sum((wsd[i] == "yes") == g for i, g in zip(idx, gold, strict=True))
+        out["keywords"][kw] = {
+            "half": halves(split, kw),
+            "class": pairs[idx[0]].attribute_class,
+            "pairs": len(idx),
+            "gold_person_share": round(sum(gold) / len(idx), 4),
+            "model_person_share": round(sum(wsd[i] == "yes" for i in idx) / len(idx), 4),
+            "wsd_accuracy": round(right / len(idx), 4),
+        }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from export.labels import load_text_standoff
+    from fairstream.models.runtime import JointModel
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--labels", type=Path, required=True, help="stand-off label file (repeat)", action="append"
+    )
+    ap.add_argument("--split", type=Path, default=ROOT / "export/labels/taxonomy-v2-split.json")
+    ap.add_argument("--model", default="joint-v6-cascade")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    split = json.loads(args.split.read_text(encoding="utf-8"))
+    pairs: list[LabelledPair] = []
+    for path in args.labels:
+        pairs += load_text_standoff(
+            path, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
+        )
+    model = JointModel(args.model)
+    result = {
+        "model": args.model,
+        "labels": [str(p) for p in args.labels],
+        **evaluate(pairs, model.predict([p.mention for p in pairs]), split),
+    }
+    for half, classes in result["halves"].items():
+        for cls, s in classes.items():
+            print(
+                f"{half:8s} {cls:22s} n {s['n']:5d}  WSD kappa {s['wsd_kappa'] if s['wsd_kappa'] is None else round(s['wsd_kappa'], 3)}"
+                f"  regard macro-F1 {s['regard_macro_f1'] if s['regard_macro_f1'] is None else round(s['regard_macro_f1'], 3)}"
+                f"  neg P/R {s['negative_precision']}/{s['negative_recall']}"
+            )
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
