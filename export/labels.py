@@ -72,11 +72,29 @@ def load_standoff(path: str | Path, corpus_dir: str | Path) -> list[LabelledPair
     return out
 
 
+def points_at_keyword(surface: str, keyword: str) -> bool:
+    """Whether the text at a candidate's offsets is its keyword: the keyword's start (plurals, "Jews"
+    for "jew"), or one of its surface forms in a shipped taxonomy ("cis" for "cisgender", "native
+    americans" for "native-american"). Anything else means the source text changed."""
+    plain = surface.lower()
+    if plain.replace("-", "").replace(" ", "").startswith(keyword.replace("-", "")):
+        return True
+    form = " ".join(plain.split())
+    return any(a.keyword == keyword for a in (_shipped_forms().get(form),) if a is not None)
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_forms() -> dict[str, Any]:
+    from fairstream.taxonomy import Taxonomy
+
+    return Taxonomy.load("taxonomy-v2").forms
+
+
 def _standoff_pair(where: str, rec: dict[str, Any], text: str, offset: int, source: str) -> LabelledPair:
     """A stand-off record resolved to ``text`` (which starts at ``offset`` of what the record indexes)."""
     check_labels(where, rec["wsd"], rec["regard"])
     start, end = rec["kw_start"] - offset, rec["kw_end"] - offset
-    if not text[start:end].lower().replace("-", "").startswith(rec["keyword"].replace("-", "")):
+    if not points_at_keyword(text[start:end], rec["keyword"]):
         raise FairStreamError(f"{where}: offsets do not point at {rec['keyword']!r} (source text changed?)")
     return LabelledPair(
         uid=rec["uid"],

@@ -11,7 +11,6 @@ draws that many items of each batch (seeded) into ``second-pass.jsonl`` for a bl
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import random
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from export.annotation.records import AnnotationError, TextResolver, mark_occurrence, write_records
+from export.labels import points_at_keyword
 from fairstream.io import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -94,24 +94,6 @@ def write_batches(
             )
         )
     return counts
-
-
-def points_at_keyword(surface: str, keyword: str) -> bool:
-    """Whether the text at a candidate's offsets is its keyword: the keyword's start (plurals, "Jews"
-    for "jew"), or one of its surface forms in a shipped taxonomy ("cis" for "cisgender", "native
-    americans" for "native-american"). Anything else means the source text changed."""
-    plain = surface.lower()
-    if plain.replace("-", "").replace(" ", "").startswith(keyword.replace("-", "")):
-        return True
-    form = " ".join(plain.split())
-    return any(a.keyword == keyword for a in (_shipped_forms().get(form),) if a is not None)
-
-
-@functools.lru_cache(maxsize=1)
-def _shipped_forms() -> dict[str, Any]:
-    from fairstream.taxonomy import Taxonomy
-
-    return Taxonomy.load("taxonomy-v2").forms
 
 
 def _item(rec: dict[str, Any], resolver: TextResolver, mark: bool) -> dict[str, Any]:
