@@ -462,6 +462,8 @@ class Spec:
                 return "\n".join(self.unseen_sets_table())
             if name == "estimates_section" and not args:
                 return "\n".join(self.estimates_section()).strip("\n")
+            if name == "keywords_section" and not args:
+                return "\n".join(self.keywords_section()).strip("\n")
             raise SystemExit(f"{self.path}: unknown placeholder {m.group(0)!r}")
 
         return PLACEHOLDER.sub(fill, text)
@@ -493,6 +495,13 @@ class Spec:
                 "in well under half of the validation cells). " + self.text("no_calibration_reason"),
             ]
         return calibration_section(self.file(self.get("calibration")), self.file(self.get("estimates")))
+
+    def keywords_section(self) -> list[str]:
+        """Per-keyword WSD on taxonomy-v2's new keywords (spec key ``keywords``: ``export.eval_keywords --json``)."""
+        from export.keywords_card import keywords_section
+
+        name = self.get("keywords")
+        return keywords_section(self.file(name), shown=name) if name else []
 
     def unseen_sets_table(self) -> list[str]:
         return [UNSEEN_SETS_HEADER] + [
@@ -681,6 +690,7 @@ def standard_card(spec: Spec) -> str:
     if unseen_parity.is_file():
         lines += parity_unseen_section(json.loads(unseen_parity.read_text()))
     lines += spec.estimates_section()
+    lines += spec.keywords_section()
     lines += limits_lines(cfg)
     return "\n".join(lines) + "\n"
 

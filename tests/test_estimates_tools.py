@@ -164,3 +164,35 @@ def test_eval_keywords_scores_each_half_class_and_keyword() -> None:
         "wsd_accuracy": 0.5,
     }
     assert out["keywords"]["vegan"]["half"] == "other" and out["keywords"]["vegan"]["wsd_accuracy"] == 1.0
+
+
+def test_card_lists_the_new_keywords_weakest_first(tmp_path: Path) -> None:
+    from export.keywords_card import keywords_section
+
+    half = {
+        "(all)": {
+            "n": 3,
+            "wsd_kappa": 0.5,
+            "regard_macro_f1": None,
+            "negative_precision": None,
+            "negative_recall": None,
+        }
+    }
+    kw = {"pairs": 20, "class": "age", "half": "train", "gold_person_share": 0.5, "model_person_share": 0.5}
+    data = {
+        "halves": {"train": half, "heldout": half},
+        "keywords": {
+            "old": {**kw, "wsd_accuracy": 0.7},
+            "elderly": {**kw, "wsd_accuracy": 0.9},
+            "rare": {**kw, "pairs": 2, "wsd_accuracy": 0.0},
+        },
+    }
+    path = tmp_path / "k.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lines = keywords_section(path, shown="export/sweeps/k.json")
+    rows = [ln for ln in lines if ln.startswith("| old ") or ln.startswith("| elderly ")]
+    assert rows[0].startswith("| old ") and rows[1].startswith("| elderly ")  # weakest first
+    assert "| train | 3 | 0.500 | - | - / - |" in lines
+    assert lines[-1] == "Fewer than 15 pairs (not ranked): rare." and "`export/sweeps/k.json`" in lines[3]
+    card = (ROOT / "fairstream/data/models/joint-v6-cascade/MODEL_CARD.md").read_text(encoding="utf-8")
+    assert "## taxonomy-v2's new keywords: which ones this model can tell apart" in card
