@@ -10,6 +10,7 @@ from typing import Any
 
 from fairstream.core.estimates import GROUPS, HIST_KEY
 from fairstream.core.schema import REGARD_LABELS as REGARDS
+from fairstream.core.schema import sentence_regard
 from fairstream.models.calibration import score_bin
 
 #: Every counter of a filter step (``StreamStats.to_dict`` shows each one, 0 until it is counted).
@@ -55,6 +56,25 @@ class StreamStats:
         if keyword not in self.attributes:
             self.attributes[keyword] = _zero_attr()
         return self.attributes[keyword]
+
+    def count_mentions(
+        self, mentions: Iterable[tuple[str, bool, str | None, float]]
+    ) -> dict[str, tuple[str, float]]:
+        """Count one sentence's mentions ``(keyword, person, regard, P(negative))``.
+
+        Returns, per attribute the sentence mentions in the person sense, the sentence's regard toward
+        it (the most negative of those mentions, ``sentence_regard``) and their highest P(negative).
+        The one rule of the stream (``FilterStep.decide``) and of the global scope's report pass, which
+        counts from annotations: so both count, and bin, the same sentences alike.
+        """
+        regards: dict[str, list[str]] = {}
+        p_negative: dict[str, float] = {}
+        for keyword, person, regard, p_neg in mentions:
+            self.attr(keyword)["mentions"] += 1
+            if person and regard is not None:
+                regards.setdefault(keyword, []).append(regard)
+                p_negative[keyword] = max(p_negative.get(keyword, 0.0), p_neg)
+        return {kw: (sentence_regard(rs), p_negative[kw]) for kw, rs in regards.items()}
 
     def count_person_sentence(self, keyword: str, regard: str, p_negative: float, kept: bool) -> None:
         """Count one sentence with a person-sense mention of ``keyword``: its regard, bin and fate.

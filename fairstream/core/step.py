@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from fairstream.core.cap import CapController, UnitCounts, sentence_regard
+from fairstream.core.cap import CapController, UnitCounts
 from fairstream.core.config import FilterConfig
 from fairstream.core.estimates import estimates
 from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
@@ -303,28 +303,22 @@ class FilterStep:
         stats.counters["sentences_candidate"] += len(tagged.sentences)
         stats.counters["sentences_out_of_length"] += tagged.scan.n_mention_sentences_out_of_length
         sentence_units: list[UnitCounts] = []
-        sentence_p_negative: list[dict[str, float]] = []
+        judged: list[dict[str, tuple[str, float]]] = []  # per sentence: attribute -> (regard, P(negative))
         for ts in tagged.sentences:
-            per_attr: dict[str, list[str]] = {}
-            p_negative: dict[str, float] = {}  # per attribute: its most negative mention's P(negative)
-            for m, p in zip(ts.sentence.mentions, ts.predictions, strict=True):
-                stats.attr(m.keyword)["mentions"] += 1
-                if p.person and p.regard is not None:
-                    per_attr.setdefault(m.keyword, []).append(p.regard)
-                    p_negative[m.keyword] = max(p_negative.get(m.keyword, 0.0), p.regard_probs[0])
+            per_attr = stats.count_mentions(
+                (m.keyword, p.person, p.regard, p.regard_probs[0])
+                for m, p in zip(ts.sentence.mentions, ts.predictions, strict=True)
+            )
             unit = UnitCounts()
-            for kw, regards in per_attr.items():
-                unit.add(kw, sentence_regard(regards))
+            for kw, (regard, _) in per_attr.items():
+                unit.add(kw, regard)
             sentence_units.append(unit)
-            sentence_p_negative.append(p_negative)
+            judged.append(per_attr)
         decisions = self._decide(sentence_units)
         dropped: list[DroppedSpan] = []
-        for ts, unit, p_negative, (keep, reason) in zip(
-            tagged.sentences, sentence_units, sentence_p_negative, decisions, strict=True
-        ):
-            for kw, counts in unit.by_attr.items():
-                r = next(k for k, v in counts.items() if v)
-                stats.count_person_sentence(kw, r, p_negative[kw], keep)
+        for ts, per_attr, (keep, reason) in zip(tagged.sentences, judged, decisions, strict=True):
+            for kw, (regard, p_negative) in per_attr.items():
+                stats.count_person_sentence(kw, regard, p_negative, keep)
             if not keep:
                 stats.counters["sentences_dropped"] += 1
                 dropped.append(DroppedSpan(ts.sentence.start, ts.sentence.end, reason))

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fairstream.core.schema import sentence_regard
 from fairstream.core.stats import StreamStats, count_unread_records
 from fairstream.errors import FairStreamError
 from fairstream.io import write_json
@@ -96,15 +95,11 @@ def _count(stats: StreamStats, ann: Mapping[str, Any], kept: list[bool], doc_kep
         c["docs_empty"] += 1
     c["sentences_candidate"] += len(ann["sentences"])
     for s, keep in zip(ann["sentences"], kept, strict=True):
-        per_attr: dict[str, list[str]] = {}
-        p_negative: dict[str, float] = {}
-        for m in s["mentions"]:
-            stats.attr(m["keyword"])["mentions"] += 1
-            if m["person"] and m["regard"] is not None:
-                per_attr.setdefault(m["keyword"], []).append(m["regard"])
-                p_negative[m["keyword"]] = max(p_negative.get(m["keyword"], 0.0), m["regard_probs"][0])
-        for kw, regards in per_attr.items():
-            stats.count_person_sentence(kw, sentence_regard(regards), p_negative[kw], keep)
+        per_attr = stats.count_mentions(
+            (m["keyword"], m["person"], m["regard"], m["regard_probs"][0]) for m in s["mentions"]
+        )
+        for kw, (regard, p_negative) in per_attr.items():
+            stats.count_person_sentence(kw, regard, p_negative, keep)
         if not keep:
             c["sentences_dropped"] += 1
     if not doc_kept:
