@@ -212,7 +212,7 @@ class FilterJob:
                 raise OutputError(f"{exc} while filtering {shard}; {RESUME_HINT}") from exc
             progress.advance(shard_start + sizes[name] - progress.n)  # skipped documents, rounding
             skipped = reader.skipped
-            shard_stats = StreamStats.from_dict(step.stats())
+            shard_stats = StreamStats.from_dict(step.counts())
             count_unread_records(shard_stats, skipped)
             problems += [str(s) for s in skipped if getattr(s, "reason", "") == "unreadable-shard"]
             stats = stats + shard_stats

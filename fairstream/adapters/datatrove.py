@@ -90,7 +90,7 @@ class FairStreamFilter(BaseFilter):
         if self.stats_dir is not None:
             from fairstream.io.stats_parts import write_stats_part
 
-            write_stats_part(self.stats_dir, f"rank-{rank:05d}", self.step.stats(), self.config.model)
+            write_stats_part(self.stats_dir, f"rank-{rank:05d}", self.step.counts(), self.config.model)
 
     def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
         """Filter documents in stream order: keep (with dropped sentences removed in place) or drop, with why.

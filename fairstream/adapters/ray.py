@@ -74,7 +74,7 @@ class RayFilter:
         if self.stats_dir is not None:
             from fairstream.io.stats_parts import write_stats_part
 
-            write_stats_part(self.stats_dir, self._name, self.step.stats(), self.step.config.model)
+            write_stats_part(self.stats_dir, self._name, self.step.counts(), self.step.config.model)
         return out
 
 

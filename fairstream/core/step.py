@@ -389,18 +389,27 @@ class FilterStep:
         }
 
     # -- counts and state --------------------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
+    def counts(self) -> dict[str, Any]:
         """Mergeable counts (JSON-able); add several with ``StreamStats.from_dict(a) + ...``.
 
-        ``estimates`` (model-judged and estimated true negative shares with intervals, estimated wrong
-        drops: ``fairstream.core.estimates``) is derived from the counts; after merging several
-        steps' stats, recompute it with ``with_estimates(merged, step.calibration)``.
+        What ``stats()`` holds without its derived ``estimates`` block: what a worker hands on to be
+        summed (``write_stats_part``, a job's shards), where the estimates are computed once, on the total.
         """
         out = self._stats.to_dict()
         out["counters"]["model_calls"] = self.tagger.model_calls
         out["counters"]["mentions_predicted"] = self.tagger.mentions_predicted
         out["counters"]["cache_hits"] = self.tagger.cache_hits
         out["seconds"] = {k: round(v, 3) for k, v in self.tagger.seconds.items()}
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """``counts()`` with its ``estimates`` block.
+
+        Model-judged and estimated true negative shares with intervals and estimated wrong drops
+        (``fairstream.core.estimates``), derived from the counts; after merging several steps' counts,
+        compute it with ``with_estimates(merged, step.calibration)``.
+        """
+        out = self.counts()
         out["estimates"] = estimates(out, self.calibration)
         return out
 

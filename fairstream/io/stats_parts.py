@@ -24,7 +24,7 @@ PART_SUFFIX = ".stats.json"
 
 
 def write_stats_part(folder: str | Path, name: str, stats: dict[str, Any], model: str | None) -> Path:
-    """Write one worker's stats (``FilterStep.stats()``) as ``folder/<name>.stats.json``, atomically.
+    """Write one worker's counts (``FilterStep.counts()``) as ``folder/<name>.stats.json``, atomically.
 
     ``model`` (the config's model: a name, a folder or None for the default) travels with the counts,
     so the merge applies that model's calibration.
