@@ -258,13 +258,13 @@ def check_readme_dashboard(log_dir: Path, ns: dict) -> None:
 
     Steps 0 to 2; the last holds the metrics of the checkpoint taken at that step.
     """
-    from fairstream.dashboard import calibration_of
+    from fairstream.dashboard import calibration_from
 
     logged = tensorboard_scalars(log_dir)
     assert sorted(logged.pop(THROUGHPUT)) == [1, 2]
     assert sorted(logged[f"{PREFIX}docs_in"]) == [0, 1, 2]  # an attribute's metrics start once it is counted
     merged = ns["stats_from_loader_state"](ns["checkpoint"]).to_dict()
-    expected = dashboard_metrics(with_estimates(merged, calibration_of(ns["config"])))
+    expected = dashboard_metrics(with_estimates(merged, calibration_from(ns["config"])))
     last = {key: by_step[2] for key, by_step in logged.items() if 2 in by_step}
     assert last == pytest.approx(expected, rel=1e-6)
     assert expected[f"{PREFIX}docs_in"] > 0 and expected[f"{PREFIX}pooled/person_sentences"] > 0

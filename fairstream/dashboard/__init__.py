@@ -15,6 +15,6 @@ from __future__ import annotations
 
 from fairstream.dashboard.backends import BACKENDS
 from fairstream.dashboard.board import FilterDashboard
-from fairstream.dashboard.metrics import calibration_of, dashboard_metrics
+from fairstream.dashboard.metrics import calibration_from, dashboard_metrics
 
-__all__ = ["BACKENDS", "FilterDashboard", "calibration_of", "dashboard_metrics"]
+__all__ = ["BACKENDS", "FilterDashboard", "calibration_from", "dashboard_metrics"]

@@ -12,7 +12,7 @@ from typing import Any
 from fairstream.core.estimates import with_estimates
 from fairstream.core.stats import StreamStats, stats_from_loader_state
 from fairstream.dashboard.backends import BACKENDS, check_backend, open_backend
-from fairstream.dashboard.metrics import calibration_of, dashboard_metrics
+from fairstream.dashboard.metrics import calibration_from, dashboard_metrics
 from fairstream.models.calibration import Calibration
 
 logger = logging.getLogger(__name__)
@@ -20,10 +20,10 @@ logger = logging.getLogger(__name__)
 
 def _calibration_in_dataset(dataset: Any) -> Calibration | None:
     """The calibration of a FairStream that is ``dataset`` or one of its attributes (a wrapper's)."""
-    found = calibration_of(dataset)
+    found = calibration_from(dataset)
     if found is None:
         for value in getattr(dataset, "__dict__", {}).values():
-            found = found or calibration_of(value)
+            found = found or calibration_from(value)
     return found
 
 
@@ -81,7 +81,7 @@ class FilterDashboard:
             raise ValueError(f"every={every!r}: must be an integer >= 1 (log every that many steps)")
         if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
             raise ValueError(f"top_k={top_k!r}: must be an integer >= 0 or None (all attributes)")
-        self.calibration = calibration_of(calibration) if calibration is not None else None
+        self.calibration = calibration_from(calibration) if calibration is not None else None
         if calibration is not None and self.calibration is None:
             raise ValueError(
                 f"calibration={type(calibration).__name__}: must be a Calibration, a FairStream, "
@@ -130,7 +130,7 @@ class FilterDashboard:
         return with_estimates(merged.to_dict(), calibration)
 
     def _find_calibration(self, loader: Any, stream: Any, stats: Any) -> Calibration:
-        found = calibration_of(stream) if stream is not None else None
+        found = calibration_from(stream) if stream is not None else None
         if found is None and loader is not None:
             found = _calibration_in_dataset(getattr(loader, "dataset", None))
         if found is None:

@@ -79,7 +79,7 @@ def _attribute_metrics(name: str, est: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def calibration_of(source: Any) -> Calibration | None:
+def calibration_from(source: Any) -> Calibration | None:
     """The calibration of a ``Calibration``, a ``FairStream``/``FilterStep`` or a ``FilterConfig``.
 
     A ``FilterConfig`` gives its model folder's shipped calibration (read without loading the
