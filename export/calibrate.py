@@ -48,7 +48,7 @@ from fairstream.models.calibration import (
     LOGIT_MIN,
     N_BINS,
     Calibration,
-    score_bin,
+    count_bin,
 )
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
 
@@ -93,7 +93,7 @@ def head_data(
 
 def logit_bins(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each probability's bin (as the filter counts it) and that bin's centre logit."""
-    bins = np.array([score_bin(round(float(x), 4)) for x in p])
+    bins = np.array([count_bin(float(x)) for x in p])
     return bins, CENTRES[bins]
 
 

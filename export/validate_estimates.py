@@ -41,7 +41,7 @@ from export.calibrate import compact_number_lists, ece, intercept_shift, reliabi
 from fairstream.core.cap import CapController, UnitCounts
 from fairstream.core.estimates import estimates
 from fairstream.core.stats import StreamStats
-from fairstream.models.calibration import CALIBRATION_KEY, Calibration, model_calibration, score_bin
+from fairstream.models.calibration import CALIBRATION_KEY, Calibration, count_bin, model_calibration
 from fairstream.models.labels import LabelledPair, load_labelled_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def reliability_of(
     }
     out: dict[str, Any] = {}
     for head, (probs, y, cal) in heads.items():
-        bins = [score_bin(round(float(x), 4)) for x in probs]
+        bins = [count_bin(float(x)) for x in probs]
         out[head] = {"n": len(y), "positives": int(y.sum())}
         for name, table in (("uncalibrated", Calibration.identity().table), ("calibrated", cal.table)):
             c = np.array(table)[bins]
@@ -236,7 +236,7 @@ def set_shift(
     """The intercept shift ``(u, se)`` of one set's model-person mentions under ``calibration``."""
     person = [(p, q) for p, q in zip(pairs, preds, strict=True) if q.person and q.regard is not None]
     table = np.array(calibration.table)
-    c = table[[score_bin(round(q.regard_probs[0], 4)) for _, q in person]]
+    c = table[[count_bin(q.regard_probs[0]) for _, q in person]]
     y = np.array([truly_negative(p) for p, _ in person], dtype=float)
     return intercept_shift(c, y)
 

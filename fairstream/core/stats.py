@@ -11,7 +11,7 @@ from typing import Any
 from fairstream.core.estimates import GROUPS, HIST_KEY
 from fairstream.core.schema import REGARD_LABELS as REGARDS
 from fairstream.core.schema import sentence_regard
-from fairstream.models.calibration import score_bin
+from fairstream.models.calibration import count_bin
 
 #: Every counter of a filter step (``StreamStats.to_dict`` shows each one, 0 until it is counted).
 COUNTERS = (
@@ -79,8 +79,8 @@ class StreamStats:
     def count_person_sentence(self, keyword: str, regard: str, p_negative: float, kept: bool) -> None:
         """Count one sentence with a person-sense mention of ``keyword``: its regard, bin and fate.
 
-        ``p_negative`` is the model's P(negative) of the sentence's most negative mention, rounded
-        as annotations round it (4 places), so a count from annotations bins identically.
+        ``p_negative`` is the model's P(negative) of the sentence's most negative mention, binned by
+        ``count_bin`` (rounded as annotations round it), so a count from annotations bins identically.
         """
         a = self.attr(keyword)
         a["person_sentences"] += 1
@@ -90,7 +90,7 @@ class StreamStats:
         else:
             a["dropped"] += 1
         bins = a.setdefault(HIST_KEY, {g: {} for g in GROUPS})[GROUPS[0] if kept else GROUPS[1]]
-        k = str(score_bin(round(p_negative, 4)))
+        k = str(count_bin(p_negative))
         bins[k] = bins.get(k, 0) + 1
 
     def __add__(self, other: StreamStats) -> StreamStats:

@@ -54,6 +54,16 @@ def score_bin(p: float) -> int:
     return min(N_BINS - 1, max(0, math.floor((z - LOGIT_MIN) / BIN_WIDTH)))
 
 
+#: places a probability is rounded to before it is binned: annotations store it so, and a count made
+#: from annotations (the global scope's report pass) must bin as the stream does
+COUNT_DECIMALS = 4
+
+
+def count_bin(p: float) -> int:
+    """The bin the filter counts a probability in: ``score_bin`` of it rounded as annotations round it."""
+    return score_bin(round(p, COUNT_DECIMALS))
+
+
 def bin_probabilities() -> list[float]:
     """The probability at the centre of each bin (what an uncalibrated model's table holds)."""
     return [1.0 / (1.0 + math.exp(-(LOGIT_MIN + (k + 0.5) * BIN_WIDTH))) for k in range(N_BINS)]
