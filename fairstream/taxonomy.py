@@ -111,7 +111,7 @@ class Taxonomy:
         """A taxonomy shipped with fairstream by name (``"taxonomy-v1"``, ``"taxonomy-v2"``)."""
         if name not in shipped_taxonomies():
             raise TaxonomyError(f"{name!r} is not a shipped taxonomy; shipped: {list(shipped_taxonomies())}")
-        path = resources.files("fairstream") / "data" / f"{name}.json"
+        path = taxonomy_path(name)
         return cls.from_dict(
             json.loads(path.read_text(encoding="utf-8")), source=f"fairstream/data/{path.name}"
         )
@@ -291,6 +291,13 @@ def _parse_attribute(item: Any, cls_name: str, index: int, source: str) -> Attri
         source=provenance.get("source"),
         dispreferred=dispreferred,
     )
+
+
+def taxonomy_path(name_or_path: str | Path) -> Path:
+    """The file ``Taxonomy.load`` reads for ``name_or_path``: a shipped taxonomy's by its name, else the path."""
+    if isinstance(name_or_path, str) and name_or_path in shipped_taxonomies():
+        return Path(str(resources.files("fairstream") / "data" / f"{name_or_path}.json"))
+    return Path(name_or_path)
 
 
 def shipped_taxonomies() -> tuple[str, ...]:

@@ -6,12 +6,18 @@ import dataclasses
 import json
 import re
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from fairstream.errors import TaxonomyError
-from fairstream.taxonomy import DEFAULT_TAXONOMY, EXTENDED_CLASSES, PAPER_CLASSES, Attribute, Taxonomy
+from fairstream.taxonomy import (
+    DEFAULT_TAXONOMY,
+    EXTENDED_CLASSES,
+    PAPER_CLASSES,
+    Attribute,
+    Taxonomy,
+    taxonomy_path,
+)
 from fairstream.taxonomy_check.overlaps import _other_keyword, form_overlaps
 from fairstream.taxonomy_check.problems import Problem, Severity
 
@@ -22,13 +28,8 @@ GLOSS_STARTS = (*GLOSS_STARTS_V1, "whose", "with", "without", "from", "in", "liv
 
 
 def resolve_taxonomy_path(name_or_path: str | Path) -> Path:
-    """A taxonomy file: ``name_or_path`` itself, or a shipped taxonomy named so (``"taxonomy-v1"``)."""
-    path = Path(name_or_path)
-    if not path.exists() and re.fullmatch(r"[\w.-]+", str(name_or_path)):
-        shipped = resources.files("fairstream") / "data" / f"{name_or_path}.json"
-        if shipped.is_file():
-            return Path(str(shipped))
-    return path
+    """The file checked for ``name_or_path``: the one ``Taxonomy.load`` reads (a shipped name, else the path)."""
+    return taxonomy_path(name_or_path)
 
 
 def shown_path(name_or_path: str | Path) -> str:
