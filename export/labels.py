@@ -79,15 +79,19 @@ def points_at_keyword(surface: str, keyword: str) -> bool:
     plain = surface.lower()
     if plain.replace("-", "").replace(" ", "").startswith(keyword.replace("-", "")):
         return True
-    form = " ".join(plain.split())
-    return any(a.keyword == keyword for a in (_shipped_forms().get(form),) if a is not None)
+    return keyword in _shipped_forms().get(" ".join(plain.split()), ())
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped_forms() -> dict[str, Any]:
-    from fairstream.taxonomy import Taxonomy
+def _shipped_forms() -> dict[str, set[str]]:
+    """Each surface form of every shipped taxonomy, with the keywords it is a form of."""
+    from fairstream.taxonomy import Taxonomy, shipped_taxonomies
 
-    return Taxonomy.load("taxonomy-v2").forms
+    out: dict[str, set[str]] = {}
+    for name in shipped_taxonomies():
+        for form, attr in Taxonomy.shipped(name).forms.items():
+            out.setdefault(form, set()).add(attr.keyword)
+    return out
 
 
 def _standoff_pair(where: str, rec: dict[str, Any], text: str, offset: int, source: str) -> LabelledPair:
