@@ -302,6 +302,13 @@ def main() -> None:
         help="also train on export/labels/bias-*.jsonl (CrowS-Pairs/StereoSet; no dev gain measured)",
     )
     ap.add_argument(
+        "--new-keywords-split",
+        type=Path,
+        metavar="SPLIT",
+        help="also train on export/labels/v2keywords-*.jsonl, the pairs of SPLIT's train keywords only "
+        "(export/labels/taxonomy-v2-split.json: its heldout half stays out of training)",
+    )
+    ap.add_argument(
         "--with-dev-documents",
         action="store_true",
         help="also train on export/labels/devdocs-*.jsonl where no dev item of their document is evaluated "
@@ -429,6 +436,7 @@ def main() -> None:
         "precision": args.precision,
         "left_out_label_files": sorted(args.leave_out),
         "max_round": args.max_round,
+        "new_keywords_split": str(args.new_keywords_split) if args.new_keywords_split else None,
         # one file as a string (as every earlier config records it), several as a list, none as None
         "soft_labels": soft_files[0] if len(soft_files) == 1 else soft_files or None,
         "soft_labelled_pairs": len(soft) if soft is not None else 0,

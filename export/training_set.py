@@ -112,6 +112,8 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
     # sentences the project wrote itself: synthetic-v1 and written-*-v1 (see export/labels/DATA_CARD.md)
     for written in label_files(args, "synthetic-*.jsonl") + label_files(args, "written-*.jsonl"):
         pairs += load_labelled_pairs(written, forms)
+    if getattr(args, "new_keywords_split", None):
+        pairs += new_keyword_train_pairs(args)
     if args.sheng.is_file():
         pairs += sheng_pairs(args.sheng, taxonomy, args.seed)
     if args.include_dev:
@@ -123,6 +125,37 @@ def build_training_set(args: argparse.Namespace, taxonomy: Taxonomy) -> list[Lab
     if args.counterfactual:
         pairs += counterfactual_pairs(pairs, taxonomy, args.counterfactual, args.seed)
     return pairs
+
+
+def new_keyword_train_pairs(args: argparse.Namespace) -> list[LabelledPair]:
+    """The pairs of ``v2keywords-*.jsonl`` (taxonomy-v2's new keywords) whose keyword is in the split's
+    ``train`` half (``--new-keywords-split``, issue 47).
+
+    The ``heldout`` half's keywords never enter training: they show what a user who adds a keyword of
+    their own gets. A keyword in neither half is refused, so a later label round cannot slip an
+    unsplit keyword in. These files ignore ``--max-round`` (their round, 30, is a labelling round of new
+    keywords, not a later round of the v1 keywords that ``--max-round`` rebuilds a model without).
+    """
+    split = json.loads(Path(args.new_keywords_split).read_text(encoding="utf-8"))
+    train, heldout = set(split["train"]), set(split["heldout"])
+    if train & heldout:
+        raise SystemExit(
+            f"--new-keywords-split {args.new_keywords_split}: keywords in both halves: "
+            f"{sorted(train & heldout)}"
+        )
+    out = []
+    for path in sorted(args.labels_dir.glob("v2keywords-*.jsonl")):
+        for pair in load_text_standoff(path, packages_dir=args.packages, corpus_dir=args.corpus):
+            keyword = pair.mention.keyword
+            if keyword in heldout:
+                continue
+            if keyword not in train:
+                raise SystemExit(
+                    f"{path}: keyword {keyword!r} is in neither half of {args.new_keywords_split}; "
+                    "add it to one half before training"
+                )
+            out.append(pair)
+    return out
 
 
 def counterfactual_pairs(
