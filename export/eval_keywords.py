@@ -1,8 +1,9 @@
 """Score a model on labelled pairs of keywords it may never have trained on: per half, class and keyword.
 
     NLTK_DATA=../shared/data/nltk_data python -m export.eval_keywords \\
-        --labels export/labels/text-r30.jsonl --split export/labels/taxonomy-v2-split.json \\
-        --model joint-v6-cascade --json export/sweeps/session30-zero-shot-v2-keywords.json
+        --labels export/labels/v2keywords-r30.jsonl --split export/labels/taxonomy-v2-split.json \\
+        --model joint-v6-cascade --json export/sweeps/session30-zero-shot-v2-keywords-cascade.json \\
+        [--baseline joint-v6]
 
 Issue 47's measurement of what a user who adds keywords gets. The labels are stand-off
 (``export.labels.load_text_standoff``: texts from ``runs/packages`` and ../shared/data/corpus). The
@@ -11,7 +12,9 @@ halves; pairs of keywords in neither are reported as ``other``. For each half, a
 within it, the numbers of ``fairstream eval-models`` (``fairstream.eval.score``: WSD kappa, regard
 macro-F1, negative precision and recall); per keyword, its pairs, gold person share and WSD
 accuracy (yes against not-yes, "unsure" counting as not-yes as the guide says), so a card can show
-which words the model cannot disambiguate.
+which words the model cannot disambiguate. With ``--baseline``, per half the model minus the baseline on
+the same pairs, with paired bootstrap 95% intervals (each model deciding by its own config), so a model
+trained on the ``train`` half is compared with the one it started from.
 """
 
 from __future__ import annotations
@@ -67,6 +70,33 @@ def evaluate(pairs: Sequence[LabelledPair], preds: Sequence[Any], split: dict[st
     return out
 
 
+def versus(
+    pairs: Sequence[LabelledPair], split: dict[str, Any], baseline: str, model: Any, n_boot: int
+) -> dict[str, Any]:
+    """Per half (and all pairs), ``model`` minus ``baseline``: both sides' metrics, the difference and its
+    paired bootstrap 95% interval (``export.gpu.compare_students.paired``, same resampled items)."""
+    from export.gpu.compare_students import paired
+    from fairstream.models.runtime import JointModel, softmax
+
+    sides = []
+    for m in (JointModel(baseline), model):
+        wsd, regard = m.predict_logits([p.mention for p in pairs])[:2]
+        sides.append((softmax(wsd), softmax(regard), (m.wsd_threshold, m.regard_offsets)))
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(pairs):
+        groups[halves(split, p.mention.keyword)].append(i)
+        groups["(all)"].append(i)
+    out: dict[str, Any] = {"baseline": baseline, "bootstrap": n_boot, "halves": {}}
+    for half, idx in sorted(groups.items()):
+        sub = [pairs[i] for i in idx]
+        (wa, ra, rule_a), (wb, rb, rule_b) = sides
+        out["halves"][half] = {
+            "n": len(idx),
+            **paired(sub, (wa[idx], ra[idx]), (wb[idx], rb[idx]), n_boot, (rule_a, rule_b)),
+        }
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from export.labels import load_text_standoff
     from fairstream.models.runtime import JointModel
@@ -77,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--split", type=Path, default=ROOT / "export/labels/taxonomy-v2-split.json")
     ap.add_argument("--model", default="joint-v6-cascade")
+    ap.add_argument(
+        "--baseline", help="a second model (name or folder): per half, --model minus it, paired bootstrap"
+    )
+    ap.add_argument("--bootstrap", type=int, default=1000, help="resamples for --baseline's intervals")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     split = json.loads(args.split.read_text(encoding="utf-8"))
@@ -91,6 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "labels": [str(p) for p in args.labels],
         **evaluate(pairs, model.predict([p.mention for p in pairs]), split),
     }
+    if args.baseline:
+        result["versus_baseline"] = versus(pairs, split, args.baseline, model, args.bootstrap)
+        for half, diff in result["versus_baseline"]["halves"].items():
+            print(
+                f"{half:8s} minus {args.baseline}: "
+                + ", ".join(f"{k} {d['b_minus_a']:+.3f} {d['ci95']}" for k, d in diff.items() if k != "n")
+            )
     for half, classes in result["halves"].items():
         for cls, s in classes.items():
             print(
