@@ -144,3 +144,43 @@ def test_encoder_layers_on_an_encoder_without_a_known_layer_stack_is_a_clear_err
 
     with pytest.raises(ValueError, match=r"encoder_layers=2: no layer stack found in Odd"):
         keep_encoder_layers(Odd(), 2)
+
+
+def test_new_keywords_split_trains_on_the_train_half_only_and_refuses_an_unsplit_keyword(tmp_path):
+    """``--new-keywords-split``: the heldout half's keywords never enter training (issue 47's measurement of
+    what a user who adds a keyword gets depends on it), and a keyword the split does not name is an error."""
+    import gzip
+    import json
+
+    from export.training_set import build_training_set
+    from fairstream.taxonomy import Taxonomy
+
+    text = "The gay couple moved in. A senior official spoke. The immigrant family arrived."
+    with gzip.open(tmp_path / "tiny-s31.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "d1", "text": text}) + "\n")
+
+    def rec(uid: str, keyword: str, round_: int = 30) -> dict:
+        start = text.lower().index(keyword)
+        sent_start = text.rfind(".", 0, start) + 1 if "." in text[:start] else 0
+        return {"uid": uid, "source": "corpus:tiny-s31.jsonl.gz", "doc_id": "d1", "sent_start": sent_start,
+                "sent_end": text.index(".", start) + 1, "kw_start": start, "kw_end": start + len(keyword),
+                "keyword": keyword, "class": "x", "gloss": f"who is {keyword}", "wsd": "yes",
+                "regard": "neutral", "annotator": "t", "round": round_}  # fmt: skip
+
+    labels = tmp_path / "v2keywords-r30.jsonl"
+    labels.write_text("".join(json.dumps(rec(u, k)) + "\n" for u, k in
+                              (("n1", "gay"), ("n2", "senior"), ("n3", "immigrant"))), encoding="utf-8")  # fmt: skip
+    split = tmp_path / "split.json"
+    split.write_text(json.dumps({"train": ["gay", "immigrant"], "heldout": ["senior"]}), encoding="utf-8")
+    base = dict(labels_dir=tmp_path, corpus=tmp_path, packages=tmp_path, without_text_labels=False,
+                with_dev_documents=False, dump_pairs=None, with_bias_labels=False, sheng=tmp_path / "none.tsv",
+                include_dev=False, dev_folds=0, fold=0, seed=0, counterfactual=0, leave_out=[],
+                max_round=13)  # fmt: skip
+    taxonomy = Taxonomy.default()
+    assert build_training_set(argparse.Namespace(**base, new_keywords_split=None), taxonomy) == []
+    pairs = build_training_set(argparse.Namespace(**base, new_keywords_split=split), taxonomy)
+    assert sorted((p.uid, p.mention.keyword) for p in pairs) == [("n1", "gay"), ("n3", "immigrant")]
+    assert all(p.mention.text[p.mention.start : p.mention.end].lower() == p.mention.keyword for p in pairs)
+    split.write_text(json.dumps({"train": ["gay"], "heldout": ["senior"]}), encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"keyword 'immigrant' is in neither half of .*split.json"):
+        build_training_set(argparse.Namespace(**base, new_keywords_split=split), taxonomy)
