@@ -254,6 +254,7 @@ class FilterJob:
             stats_dict,
             report=self.report,
             report_settings=self.report_settings,
+            taxonomy=self.taxonomy,
         )
         if report:
             summary["report"] = report

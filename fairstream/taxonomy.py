@@ -9,6 +9,8 @@ belief. Every file is validated on load and errors name the file, the class and 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -136,7 +138,13 @@ class Taxonomy:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise TaxonomyError(
-                f"{path}: taxonomy file not found; pass a JSON file or {DEFAULT_TAXONOMY!r}"
+                f"{path}: taxonomy file not found; pass a taxonomy JSON file or a shipped taxonomy "
+                f"({', '.join(shipped_taxonomies())})"
+            ) from None
+        except IsADirectoryError:
+            raise TaxonomyError(
+                f"{path}: is a folder; pass a taxonomy JSON file or a shipped taxonomy "
+                f"({', '.join(shipped_taxonomies())})"
             ) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise TaxonomyError(
@@ -202,6 +210,16 @@ class Taxonomy:
             classes.setdefault(attr.attribute_class, []).append(entry)
         extra = sorted(set(classes) - set(PAPER_CLASSES))
         return {"name": self.name, "classes": classes, "extra_classes": extra}
+
+    @functools.cached_property
+    def identity(self) -> str:
+        """Name and content hash, e.g. ``"taxonomy-v1 (sha256 0123456789ab)"``: an edited file is another taxonomy.
+
+        What a run's manifest and a stream's ``state_dict()`` record, so that a resume with another
+        taxonomy is refused.
+        """
+        digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()
+        return f"{self.name} (sha256 {digest[:12]})"
 
     # -- queries ------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Attribute]:
@@ -298,6 +316,31 @@ def taxonomy_path(name_or_path: str | Path) -> Path:
     if isinstance(name_or_path, str) and name_or_path in shipped_taxonomies():
         return Path(str(resources.files("fairstream") / "data" / f"{name_or_path}.json"))
     return Path(name_or_path)
+
+
+def portable_taxonomy_setting(name_or_path: str | None) -> str | None:
+    """The ``taxonomy`` setting as any process reads it alike: a shipped name (or ``None``) as is, a file's path made absolute.
+
+    For settings handed to worker processes or machines, whose working folder may differ.
+    """
+    if name_or_path is None or name_or_path in shipped_taxonomies():
+        return name_or_path
+    return str(Path(name_or_path).resolve())
+
+
+def taxonomy_setting_problem(name_or_path: object) -> str | None:
+    """Why a ``taxonomy`` setting cannot be loaded, without reading it (``None``: it names a file or a shipped taxonomy)."""
+    allowed = f"a shipped taxonomy ({', '.join(shipped_taxonomies())}) or a taxonomy JSON file"
+    if not isinstance(name_or_path, str) or not name_or_path:
+        return f"must be {allowed}"
+    if name_or_path in shipped_taxonomies():
+        return None
+    path = Path(name_or_path)
+    if path.is_dir():
+        return f"is a folder; must be {allowed}"
+    if not path.is_file():
+        return f"no such file; must be {allowed}"
+    return None
 
 
 def shipped_taxonomies() -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from typing import Any
 from fairstream.core.config import FilterConfig
 from fairstream.core.step import FilterStep
 from fairstream.errors import MissingDependencyError
+from fairstream.taxonomy import Taxonomy
 
 try:
     from datatrove.data import Document, DocumentsPipeline
@@ -51,6 +52,10 @@ class FairStreamFilter(BaseFilter):
         exclusion_writer: a datatrove writer for what was removed.
         annotate: keep each document's annotation in ``metadata["fairstream"]``.
         stats_dir: a local folder where each task writes its stats when it ends.
+        taxonomy: a loaded taxonomy used instead of ``config.taxonomy`` (a name or a file: the same as
+            the setting). Either way it is read here,
+            where the pipeline is built, and travels with the step to every task (which may run in
+            another process or folder).
     """
 
     name = "⚖️ fairstream"
@@ -62,10 +67,14 @@ class FairStreamFilter(BaseFilter):
         exclusion_writer: DiskWriter | None = None,
         annotate: bool = False,
         stats_dir: str | Path | None = None,
+        taxonomy: Taxonomy | str | Path | None = None,
         **settings: Any,
     ) -> None:
+        if isinstance(taxonomy, str | Path):  # a name or a file: the setting
+            settings["taxonomy"], taxonomy = str(taxonomy), None
         config = config or FilterConfig()
         self.config = config.replace(**settings) if settings else config
+        self.taxonomy = taxonomy if taxonomy is not None else Taxonomy.load(self.config.taxonomy)
         super().__init__(exclusion_writer=exclusion_writer, batch_size=self.config.lookahead)
         self.annotate = annotate
         self.stats_dir = stats_dir
@@ -76,7 +85,7 @@ class FairStreamFilter(BaseFilter):
     def step(self) -> FilterStep:
         """The task's filter step (created on first use)."""
         if self._step is None:
-            self._step = FilterStep(self.config)
+            self._step = FilterStep(self.config, taxonomy=self.taxonomy)
         return self._step
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:

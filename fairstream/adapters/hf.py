@@ -47,7 +47,8 @@ class FairStreamMapper:
     Args:
         config: the filter's settings; ``settings`` override its fields (``cap=``, ``granularity=``, ...).
         annotate: add the annotation of each row under the ``fairstream`` column.
-        model, taxonomy: loaded objects used instead of the settings (see ``FilterStep``).
+        model, taxonomy: loaded objects used instead of the settings (see ``FilterStep``), or a model
+            folder / a taxonomy's name or file (the same as the settings).
     """
 
     def __init__(
@@ -56,12 +57,16 @@ class FairStreamMapper:
         *,
         annotate: bool = False,
         model: MentionModel | str | Path | None = None,
-        taxonomy: Taxonomy | None = None,
+        taxonomy: Taxonomy | str | Path | None = None,
         **settings: Any,
     ) -> None:
         if isinstance(model, str | Path):  # a folder: the same as the model setting
             settings["model"], model = str(model), None
-        self.step = FilterStep(config, model=model, taxonomy=taxonomy, **settings)
+        if isinstance(taxonomy, str | Path):  # a name or a file: the same as the taxonomy setting
+            settings["taxonomy"], taxonomy = str(taxonomy), None
+        config = config or FilterConfig()
+        config = config.replace(**settings) if settings else config
+        self.step = FilterStep(config, model=model, taxonomy=taxonomy)
         self.text_field = self.step.config.text_field
         self.annotate = annotate
         self._next_index = 0  # stream position of the next row: names rows in errors and annotations

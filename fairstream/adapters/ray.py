@@ -26,6 +26,7 @@ from typing import Any
 
 from fairstream.core.config import FilterConfig
 from fairstream.core.step import FilterStep
+from fairstream.taxonomy import Taxonomy
 
 ANNOTATION_COLUMN = "fairstream"
 
@@ -37,6 +38,8 @@ class RayFilter:
         config: the filter's settings; ``settings`` override its fields.
         annotate: add each kept row's annotation (JSON text) under ``fairstream``.
         stats_dir: a folder (on a file system every actor sees) where each actor keeps its stats.
+        taxonomy: a loaded taxonomy used instead of ``config.taxonomy`` (``filter_dataset`` reads it
+            in the driver and hands it over, so an actor on another node needs no copy of the file).
     """
 
     def __init__(
@@ -45,9 +48,10 @@ class RayFilter:
         *,
         annotate: bool = False,
         stats_dir: str | Path | None = None,
+        taxonomy: Taxonomy | str | Path | None = None,
         **settings: Any,
     ) -> None:
-        self.step = FilterStep(config, **settings)  # once per actor: the model loads here
+        self.step = FilterStep(config, taxonomy=taxonomy, **settings)  # once per actor: the model loads here
         self.text_field = self.step.config.text_field
         self.annotate = annotate
         self.stats_dir = stats_dir
@@ -97,16 +101,23 @@ def filter_dataset(
     A GPU is asked for when ``device`` is ``cuda`` or ``cuda:N``, or ``auto`` on a cluster with GPUs.
     Ray hands each actor one GPU of its own (``CUDA_VISIBLE_DEVICES``), so inside the actor the model
     runs on ``cuda``: an index means nothing there. With ``stats_dir`` the actors keep their stats
-    there (``merge_stats_parts(stats_dir)`` after the dataset is consumed).
+    there (``merge_stats_parts(stats_dir)`` after the dataset is consumed). The taxonomy is read
+    here, in the driver, and handed to the actors (a file of it need not exist on their nodes).
     """
     config = config or FilterConfig()
     config = config.replace(**settings) if settings else config
+    taxonomy = Taxonomy.load(config.taxonomy)
     gpus = gpus_per_actor(config.device)
     if gpus:
         config = config.replace(device="cuda")
     return ds.map_batches(
         RayFilter,
-        fn_constructor_kwargs={"config": config, "annotate": annotate, "stats_dir": stats_dir},
+        fn_constructor_kwargs={
+            "config": config,
+            "annotate": annotate,
+            "stats_dir": stats_dir,
+            "taxonomy": taxonomy,
+        },
         batch_size=config.lookahead,
         batch_format="numpy",
         concurrency=concurrency,

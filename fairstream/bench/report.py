@@ -25,7 +25,8 @@ def format_table(result: BenchResult) -> str:
         + f"; Python {m['python']}, onnxruntime {m['onnxruntime']}, torch {m.get('torch')}; {m['date']}.",
         f"Corpus: {result.corpus['docs']} documents, {result.corpus['mb']} MB ({', '.join(result.corpus['shards'][:3])}"
         + (" ..." if len(result.corpus["shards"]) > 3 else "")
-        + ").",
+        + ")"
+        + (f", keywords of {result.corpus['taxonomy']}." if result.corpus.get("taxonomy") else "."),
         "",
         f"End to end (the filter step, {e['backend']} on {e['device']}, "
         f"{e.get('scan_workers', 0)} keyword-stage worker processes"

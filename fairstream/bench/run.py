@@ -31,6 +31,7 @@ def run_bench(
     on_update: Callable[[BenchResult], None] | None = None,
     model: str | Path | None = None,
     lookahead: int | None = None,
+    taxonomy: str | None = None,
 ) -> BenchResult:
     """Measure everything described in the module docstring; see ``fairstream bench --help``.
 
@@ -38,7 +39,8 @@ def run_bench(
     far after the end-to-end run and after each backend (``complete`` False until the end), so a run
     that is stopped still leaves what it measured. ``model``: model folder or shipped name (``None``:
     the default), run by every row. ``lookahead``: documents per window of the end-to-end run
-    (``None``: the filter's default).
+    (``None``: the filter's default). ``taxonomy``: a shipped taxonomy's name or a JSON file (``None``:
+    the default), whose keywords the keyword stage finds and the end-to-end run judges.
     """
     unknown = sorted(set(only or ()) - set(BACKENDS))
     if unknown:
@@ -49,9 +51,11 @@ def run_bench(
 
     device = parse_device(device)
     from fairstream.models.runtime import JointModel
+    from fairstream.taxonomy import Taxonomy
 
     # a missing folder or unknown name fails here, naming the shipped models, before any work
     JointModel(model)
+    tax = Taxonomy.load(taxonomy)
     if rounds < 1:
         raise ValueError(f"rounds={rounds} must be >= 1")
     if threads is not None and threads < 1:
@@ -61,15 +65,23 @@ def run_bench(
     )
     if not texts:
         raise ValueError(f"no documents with a string field {text_field!r} in {paths}")
-    kw, pairs = keyword_stage(texts)
+    kw, pairs = keyword_stage(texts, tax)
     cap = QUICK_PAIRS if quick and max_pairs is None else max_pairs
     pairs = pairs[:cap] if cap else pairs
     if not pairs:
         raise ValueError(f"no keyword mentions to judge in {len(texts)} documents; give more or other shards")
-    e2e = end_to_end(texts, device, threads, None, scan_workers, lookahead=lookahead, model_name=model)
+    e2e = end_to_end(
+        texts, device, threads, None, scan_workers, lookahead=lookahead, model_name=model, taxonomy=taxonomy
+    )
     result = BenchResult(
         machine_info(),
-        {"shards": paths, "docs": len(texts), "mb": e2e["mb"], "pairs_timed": len(pairs)},
+        {
+            "shards": paths,
+            "docs": len(texts),
+            "mb": e2e["mb"],
+            "pairs_timed": len(pairs),
+            "taxonomy": tax.name,
+        },
         e2e,
         kw,
     )

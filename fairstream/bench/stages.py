@@ -6,11 +6,14 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairstream.bench.results import rate
 from fairstream.io import iter_records, list_shards, sample_corpus_path
 from fairstream.models.encoding import MentionInput
+
+if TYPE_CHECKING:
+    from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
 
@@ -33,11 +36,13 @@ def load_texts(
     return texts, [str(p) for p in paths]
 
 
-def keyword_stage(texts: list[str]) -> tuple[dict[str, Any], list[MentionInput]]:
-    """Time the keyword stage over ``texts``; return its numbers and the unique pairs to judge."""
+def keyword_stage(
+    texts: list[str], taxonomy: Taxonomy | None = None
+) -> tuple[dict[str, Any], list[MentionInput]]:
+    """Time the keyword stage over ``texts`` (with ``taxonomy``, default ``taxonomy-v1``); return its numbers and the unique pairs to judge."""
     from fairstream.candidates import CandidateExtractor
 
-    extractor = CandidateExtractor()
+    extractor = CandidateExtractor(taxonomy)
     extractor.scan("warm up the splitter and tokenizer with a Muslim keyword in a sentence.")
     unique: dict[tuple[str, int, int, str], MentionInput] = {}
     occurrences = sentences = 0
@@ -87,8 +92,9 @@ def end_to_end(
     scan_workers: int | None = None,
     lookahead: int | None = None,
     model_name: str | Path | None = None,
+    taxonomy: str | None = None,
 ) -> dict[str, Any]:
-    """The filter over ``texts`` with the model of ``device``: rates and the stage split.
+    """The filter over ``texts`` with the model of ``device`` (and ``taxonomy``): rates and the stage split.
 
     Runs ``FilterStep``, the core that every adapter (``FairStream``, ``fairstream filter``,
     ``datasets.map``, ...) feeds, over look-ahead windows as the adapters do (with scan workers, the
@@ -102,7 +108,8 @@ def end_to_end(
     model = load_model(model_name, device=device, batch_size=batch_size, threads=threads)
     settings: dict[str, Any] = {"lookahead": lookahead} if lookahead is not None else {}
     step = FilterStep(
-        FilterConfig(cap=0.01, device=device, scan_workers=scan_workers, **settings), model=model
+        FilterConfig(cap=0.01, device=device, scan_workers=scan_workers, taxonomy=taxonomy, **settings),
+        model=model,
     )
     window = step.config.lookahead
     # warm up outside the timing: the scan workers first (a scan the run never asks for), so they

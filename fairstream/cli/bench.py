@@ -92,6 +92,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         on_update=on_update,
         model=args.model,
         lookahead=args.lookahead,
+        taxonomy=args.taxonomy,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

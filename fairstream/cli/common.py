@@ -22,7 +22,11 @@ AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.
 def common_options(p: argparse.ArgumentParser) -> None:
     """``--config``, ``--taxonomy``, ``--verbose`` and ``--debug``: options of every command."""
     p.add_argument("--config", help="JSON/TOML/YAML file of option values (command line wins)")
-    p.add_argument("--taxonomy", default=None, help="taxonomy name or JSON file (default: taxonomy-v1)")
+    p.add_argument(
+        "--taxonomy",
+        default=None,
+        help="taxonomy: a shipped one by name (taxonomy-v1, taxonomy-v2) or a JSON file (default: taxonomy-v1)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
     p.add_argument(
         "--debug", action="store_true", help="on an error, show the Python traceback, not one line"

@@ -99,8 +99,38 @@ ALLOWED: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+#: Commands that read no taxonomy, and why: a ``--taxonomy`` given to one is refused, not ignored.
+NO_TAXONOMY = {
+    "annotate": "each pair it labels carries its own keyword and gloss",
+    "build-sft": "it builds from story pairs",
+    "genmo-eval": "it scores answers to GenMO pairs",
+    "swap-gender": "it swaps the words of its gender word lists",
+    "db-index": "it compares sentence embeddings",
+    "stereotype-score": "it scores StereoSet items",
+}
+
+
+def check_taxonomy_option(args: argparse.Namespace) -> None:
+    """Refuse ``--taxonomy`` where no taxonomy is read, and a value that names no file or shipped taxonomy."""
+    from fairstream.taxonomy import taxonomy_setting_problem
+
+    value = getattr(args, "taxonomy", None)
+    if value is None:
+        return
+    command = getattr(args, "command", None)
+    if command in NO_TAXONOMY:
+        raise FairStreamError(
+            f"--taxonomy {value}: `fairstream {command}` reads no taxonomy ({NO_TAXONOMY[command]}); "
+            "leave --taxonomy out"
+        )
+    problem = taxonomy_setting_problem(value)
+    if problem is not None:
+        raise FairStreamError(f"--taxonomy {value}: {problem}")
+
+
 def check_options(args: argparse.Namespace) -> None:
     """Reject any option value outside its allowed range, naming the flag (one line, before any work)."""
+    check_taxonomy_option(args)
     for action in args._subparser._actions:
         rule = ALLOWED.get(action.dest)
         if rule is None or not hasattr(args, action.dest):

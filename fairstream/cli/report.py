@@ -18,6 +18,7 @@ from fairstream.cli.common import (
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the bias report from saved co-occurrence counts."""
     from fairstream.stats import CooccurrenceCounts, write_report
+    from fairstream.taxonomy import Taxonomy
 
     counts_file = "a counts file written by fairstream filter (counts_before.json or counts_after.json)"
     before = load_input("--before", args.before, CooccurrenceCounts.load, counts_file)
@@ -39,6 +40,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         top_k=args.top_k,
         stream_stats=stream_stats,
         examples=examples,
+        taxonomy=Taxonomy.load(args.taxonomy),  # the run's: its forms stay out of the vocabularies
         **vocabulary_settings(args),
     )
     for p in paths.all():
@@ -49,6 +51,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_seegull(args: argparse.Namespace) -> int:
     """Recall@k of SeeGULL stereotypes against the bias scores of saved counts."""
     from fairstream.stats import CooccurrenceCounts, format_seegull_table, seegull_recall_table
+    from fairstream.taxonomy import Taxonomy
 
     counts = load_input(
         "--counts", args.counts, CooccurrenceCounts.load, "a counts file written by fairstream filter"
@@ -59,6 +62,7 @@ def cmd_seegull(args: argparse.Namespace) -> int:
         ks=tuple(args.k),
         version=args.version,
         multiword=args.multiword,
+        taxonomy=Taxonomy.load(args.taxonomy),
         **vocabulary_settings(args),
     )
     print(json.dumps(rows, indent=2) if args.json else format_seegull_table(rows))

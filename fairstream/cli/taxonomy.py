@@ -45,6 +45,11 @@ def cmd_taxonomy_check(args: argparse.Namespace) -> int:
         usage_flags,
     )
 
+    if args.taxonomy is not None:  # `taxonomy --taxonomy X check FILE`: FILE is what is checked
+        raise FairStreamError(
+            f"--taxonomy {args.taxonomy}: `fairstream taxonomy check` checks its FILE; pass the taxonomy "
+            "as FILE and leave --taxonomy out"
+        )
     _count("--max-docs", args.max_docs, 1)
     _count("--max-mentions-per-keyword", args.max_mentions_per_keyword, 1)
     if args.json and not args.shards:

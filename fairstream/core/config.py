@@ -18,7 +18,7 @@ from typing import Any, Literal
 from fairstream.core.cap import CAP_ALLOWED, check_caps_keys, is_cap
 from fairstream.errors import ConfigError, option
 from fairstream.models.settings import BATCH_SIZE_ALLOWED, is_batch_size
-from fairstream.taxonomy import Taxonomy
+from fairstream.taxonomy import Taxonomy, taxonomy_setting_problem
 
 # judged (sentence, keyword) pairs remembered across windows: about 1.7% of mentions on the shared
 # corpus, more on boilerplate-heavy crawls (benchmarks/RESULTS.md)
@@ -275,10 +275,10 @@ class FilterConfig:
     taxonomy: str | None = field(
         default=None,
         metadata=_opt(
-            "taxonomy name or JSON file (default: taxonomy-v1)",
+            "taxonomy: a shipped one by name (taxonomy-v1, taxonomy-v2) or a JSON file (default: taxonomy-v1)",
             stage="tag",
             check=lambda v: v is None or isinstance(v, str),
-            allowed="a taxonomy name or JSON file",
+            allowed="a shipped taxonomy's name or a taxonomy JSON file",
         ),
     )
     device: str = field(
@@ -300,6 +300,8 @@ class FilterConfig:
                 raise ConfigError(f"{option(f.name, value)} is not one of {meta['choices']}")
             if meta["check"] is not None and not meta["check"](value):
                 raise ConfigError(f"{option(f.name, value)}: must be {meta['allowed']}")
+        if self.taxonomy is not None and (problem := taxonomy_setting_problem(self.taxonomy)):
+            raise ConfigError(f"{option('taxonomy', self.taxonomy)}: {problem}")
         if self.min_tokens >= self.max_tokens:
             raise ConfigError(
                 f"{option('min_tokens', self.min_tokens)} must be less than "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from fairstream.core.cap import CapController, UnitCounts
@@ -22,7 +23,7 @@ from fairstream.core.estimates import estimates
 from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
 from fairstream.core.stats import StreamStats
 from fairstream.core.windows import Document, IndexedDocument, lookahead_windows, read_one_ahead
-from fairstream.errors import InvalidDocumentError, option
+from fairstream.errors import ConfigError, InvalidDocumentError, option
 from fairstream.models.calibration import Calibration, model_calibration
 from fairstream.models.loader import load_model_for
 from fairstream.models.runtime import usable_cores
@@ -94,7 +95,8 @@ class FilterStep:
         config: the settings (``FilterConfig()``: the defaults); ``settings`` override fields of it.
         model: a loaded model (anything with ``name`` and ``predict``) used instead of
             ``config.model`` (so several steps can share one).
-        taxonomy: a loaded taxonomy used instead of ``config.taxonomy``.
+        taxonomy: a loaded taxonomy used instead of ``config.taxonomy``, or a shipped taxonomy's name
+            or a JSON file (the same as the ``taxonomy`` setting).
     """
 
     def __init__(
@@ -102,9 +104,11 @@ class FilterStep:
         config: FilterConfig | None = None,
         *,
         model: MentionModel | None = None,
-        taxonomy: Taxonomy | None = None,
+        taxonomy: Taxonomy | str | Path | None = None,
         **settings: Any,
     ) -> None:
+        if isinstance(taxonomy, str | Path):  # a name or a file: the setting
+            settings["taxonomy"], taxonomy = str(taxonomy), None
         config = config or FilterConfig()
         self.config = config.replace(**settings) if settings else config
         c = self.config
@@ -381,6 +385,8 @@ class FilterStep:
             "doc_index": index,
             "id": doc_id,
             "taxonomy": self.taxonomy.name,
+            # name and content hash: counts of different taxonomies refuse to add up (fairstream.stats.provenance)
+            "taxonomy_identity": self.taxonomy.identity,
             "model": self.tagger.model.name,
             "granularity": self.config.granularity,
             "sentences": sentences,
@@ -400,6 +406,7 @@ class FilterStep:
         out["counters"]["mentions_predicted"] = self.tagger.mentions_predicted
         out["counters"]["cache_hits"] = self.tagger.cache_hits
         out["seconds"] = {k: round(v, 3) for k, v in self.tagger.seconds.items()}
+        out["taxonomy"] = self.taxonomy.identity  # counts of different taxonomies are not added up
         return out
 
     def stats(self) -> dict[str, Any]:
@@ -414,11 +421,30 @@ class FilterStep:
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        """The cap controller's tallies and generator and the counts, as plain JSON."""
-        return {"controller": self.controller.state_dict(), "stats": self._stats.to_dict()}
+        """The cap controller's tallies and generator and the counts, as plain JSON.
+
+        With the taxonomy's identity (name and content hash): the tallies are per keyword of it.
+        """
+        return {
+            "controller": self.controller.state_dict(),
+            "stats": self._stats.to_dict(),
+            "taxonomy": self.taxonomy.identity,
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore what ``state_dict()`` saved; the next document decided continues the stream."""
+        """Restore what ``state_dict()`` saved; the next document decided continues the stream.
+
+        Raises:
+            ConfigError: The state was saved with another taxonomy (a state from before the
+                taxonomy was recorded is taken as it is).
+        """
+        saved = state.get("taxonomy")
+        if saved is not None and saved != self.taxonomy.identity:
+            raise ConfigError(
+                f"the state was saved with taxonomy {saved} but this stream has taxonomy "
+                f"{self.taxonomy.identity}; resume with the taxonomy the state was saved with "
+                f"({option('taxonomy')}), or start a new stream without the state"
+            )
         self.controller.load_state_dict(state["controller"])
         self._stats = StreamStats.from_dict(state["stats"])
 

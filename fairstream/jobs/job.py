@@ -43,7 +43,7 @@ from fairstream.jobs.run_folder import RESUME_HINT, RunFolder, check_annotations
 from fairstream.jobs.tasks import state_path
 from fairstream.progress import Progress
 from fairstream.summary import basis_text, estimate_text, not_read_lines, wrap_line
-from fairstream.taxonomy import Taxonomy
+from fairstream.taxonomy import Taxonomy, portable_taxonomy_setting
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +122,8 @@ class GlobalCapJob:
 
     def _tasks(self, extra: dict[str, Any]) -> list[dict[str, Any]]:
         config = self.config.to_dict()
+        # a worker process or Ray node may start in another folder: a taxonomy file by its absolute path
+        config["taxonomy"] = portable_taxonomy_setting(self.config.taxonomy)
         return [
             {"shard": str(s), "name": n, "config": config, "every": self.every, **extra}
             for s, n in zip(self.shards, self.names, strict=True)
@@ -269,6 +271,7 @@ class GlobalCapJob:
             stream_stats,
             report=True,
             report_settings=self.report_settings,
+            taxonomy=Taxonomy.load(c.taxonomy),
         )
         summary["report"] = report
         return stream_stats

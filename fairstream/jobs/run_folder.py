@@ -103,9 +103,7 @@ def tag_settings(config: FilterConfig) -> dict[str, Any]:
         settings["model"] = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))["name"]
     except (OSError, ValueError, KeyError):  # the loader names what is wrong with the folder
         settings["model"] = str(model_dir.resolve())
-    taxonomy = Taxonomy.load(config.taxonomy)
-    digest = hashlib.sha256(json.dumps(taxonomy.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()
-    settings["taxonomy"] = f"{taxonomy.name} (sha256 {digest[:12]})"
+    settings["taxonomy"] = Taxonomy.load(config.taxonomy).identity
     return settings
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairstream.io import write_json
 from fairstream.stats.counts import CooccurrenceCounts
 from fairstream.stats.examples import DroppedExamples
 from fairstream.stats.hooks import BeforeAfterHook
+
+if TYPE_CHECKING:
+    from fairstream.taxonomy import Taxonomy
 
 
 def run_hooks(
@@ -33,10 +36,12 @@ def write_run_outputs(
     *,
     report: bool = True,
     report_settings: Mapping[str, Any] | None = None,
+    taxonomy: Taxonomy | None = None,
 ) -> list[str]:
     """Save the counts and examples under ``out``; write ``out/report`` when ``report``.
 
-    ``stats`` is the run's ``stats.json`` (stream counters, per-attribute counts, ``"run"``).
+    ``stats`` is the run's ``stats.json`` (stream counters, per-attribute counts, ``"run"``);
+    ``taxonomy`` the run's (its forms stay out of the report's vocabularies).
 
     Returns:
         The report's HTML and Markdown paths (empty without a report).
@@ -54,6 +59,7 @@ def write_run_outputs(
         out / "report",
         stream_stats=stats,
         examples=examples.to_dict(),
+        taxonomy=taxonomy,
         **dict(report_settings or {}),
     )
     return [str(paths.html), str(paths.markdown)]

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairstream.io import atomic_write
 from fairstream.stats.counts import CooccurrenceCounts
@@ -64,6 +64,9 @@ from fairstream.summary import (
     attribute_rows,
     estimates_of,
 )
+
+if TYPE_CHECKING:
+    from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +159,7 @@ def write_report(
     mitigation_k: int = 5,
     top_attributes: int = TOP_ATTRIBUTES,
     title: str = "fairstream bias report",
+    taxonomy: Taxonomy | None = None,
 ) -> ReportPaths:
     """Write the bias report (Markdown, self-contained HTML, counts JSON, PNG figures).
 
@@ -174,6 +178,7 @@ def write_report(
         mitigation_k: Words per attribute in the before/after table.
         top_attributes: Attributes drawn per chart (by sentences); the rest are summed in one bar.
         title: Page title.
+        taxonomy: The run's taxonomy, whose forms stay out of the vocabularies (default ``taxonomy-v1``).
 
     Returns:
         The paths written.
@@ -221,7 +226,7 @@ def write_report(
         section, fig = class_blocks(
             cls, before, after, status, run.get("cap"), example_map, top_attributes, estimates=estimates
         )
-        sc = score_class(before, cls, **settings)
+        sc = score_class(before, cls, taxonomy=taxonomy, **settings)
         section += score_blocks(cls, before, after, sc, top_k, mitigation_k, settings)
         if sc.skipped:
             vocab_notes.append(

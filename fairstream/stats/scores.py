@@ -44,12 +44,15 @@ import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fairstream.stats.counts import CooccurrenceCounts
 from fairstream.stats.regards import REGARD_LABELS, REGARDS
+
+if TYPE_CHECKING:
+    from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
 
@@ -74,20 +77,26 @@ def _check_settings(
         raise ValueError(f"min_attribute_sentences={min_attribute_sentences!r} must be an int >= 1")
 
 
-def attribute_words(counts: CooccurrenceCounts, attribute_class: str) -> set[str]:
+def attribute_words(
+    counts: CooccurrenceCounts, attribute_class: str, taxonomy: Taxonomy | None = None
+) -> set[str]:
     """Words that name the attributes of a class: keywords, ``keyword + "s"`` and taxonomy forms.
 
-    Forms come from the default taxonomy for keywords it knows; this is the default ``exclude``
-    set of the vocabulary.
+    Forms come from ``taxonomy`` (the run's; default: the shipped taxonomy the counts were made with,
+    else ``taxonomy-v1``) for keywords it knows, and so do the words of multi-word forms
+    ("senior citizens": "senior", "citizens"), which every sentence of the form holds; this is the
+    default ``exclude`` set of the vocabulary.
     """
+    from fairstream.stats.provenance import counts_taxonomy
     from fairstream.taxonomy import Taxonomy
 
-    taxonomy = Taxonomy.default()
+    taxonomy = taxonomy or counts_taxonomy(counts) or Taxonomy.default()
     out: set[str] = set()
     for _, keyword in counts.attributes(attribute_class):
         out.update({keyword, keyword + "s"})
         if keyword in taxonomy:
-            out.update(taxonomy[keyword].forms)
+            for form in taxonomy[keyword].forms:
+                out.update({form, *form.split(" ")})
     return out
 
 
@@ -114,6 +123,7 @@ def vocabulary(
     min_attribute_sentences: int = DEFAULT_MIN_ATTRIBUTE_SENTENCES,
     min_attribute_share: float = DEFAULT_MIN_ATTRIBUTE_SHARE,
     exclude: Collection[str] | None = None,
+    taxonomy: Taxonomy | None = None,
 ) -> list[str]:
     """The class vocabulary ``V(A)``: intersection of each active attribute's ``top_n`` words.
 
@@ -127,12 +137,13 @@ def vocabulary(
             (1.0: all of them, the paper's intersection).
         exclude: Words never in ``V``; ``None`` leaves out the class's own keywords and forms
             (:func:`attribute_words`), ``()`` leaves out nothing.
+        taxonomy: Whose forms ``exclude=None`` leaves out (the run's; default as in :func:`attribute_words`).
 
     Returns:
         ``V(A)`` sorted alphabetically (empty when no attribute is active).
     """
     _check_settings(top_n, min_word_count, min_attribute_sentences, min_attribute_share)
-    excluded = attribute_words(counts, attribute_class) if exclude is None else set(exclude)
+    excluded = attribute_words(counts, attribute_class, taxonomy) if exclude is None else set(exclude)
     keywords = active_attributes(counts, attribute_class, min_attribute_sentences=min_attribute_sentences)
     need = max(1, math.ceil(min_attribute_share * len(keywords) - 1e-9))
     in_lists: Counter[str] = Counter()
@@ -220,6 +231,7 @@ def score_class(
     min_attribute_sentences: int = DEFAULT_MIN_ATTRIBUTE_SENTENCES,
     min_attribute_share: float = DEFAULT_MIN_ATTRIBUTE_SHARE,
     exclude: Collection[str] | None = None,
+    taxonomy: Taxonomy | None = None,
 ) -> ClassScores:
     """Compute eq. 1 and eq. 2 (all regards) for one class; settings as in :func:`vocabulary`.
 
@@ -241,6 +253,7 @@ def score_class(
         min_attribute_sentences=min_attribute_sentences,
         min_attribute_share=min_attribute_share,
         exclude=exclude,
+        taxonomy=taxonomy,
     )
     index = {w: i for i, w in enumerate(words)}
     n_a, n_v = len(keywords), len(words)

@@ -31,7 +31,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fairstream.errors import FairStreamError
 from fairstream.stats.counts import CooccurrenceCounts
@@ -42,6 +42,9 @@ from fairstream.stats.scores import (
     DEFAULT_TOP_N,
     score_class,
 )
+
+if TYPE_CHECKING:
+    from fairstream.taxonomy import Taxonomy
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,7 @@ IDENTITY_MAP: dict[str, tuple[str, ...]] = {
     "saudi": ("Saudi Arabian",),
     "turkish": ("Turks",),
     "korean": ("South Korean",),
+    "american": ("United States",),  # taxonomy-v2
 }
 
 NEGATIONS = frozenset({"not", "no", "nor", "never", "non", "without"})
@@ -321,6 +325,7 @@ def seegull_recall_table(
     min_word_count: int = DEFAULT_MIN_WORD_COUNT,
     min_attribute_sentences: int = DEFAULT_MIN_ATTRIBUTE_SENTENCES,
     min_attribute_share: float = DEFAULT_MIN_ATTRIBUTE_SHARE,
+    taxonomy: Taxonomy | None = None,
 ) -> list[dict[str, Any]]:
     """The paper's Table 8: recall@k of SeeGULL stereotypes under eq. 2 and eq. 1.
 
@@ -334,6 +339,8 @@ def seegull_recall_table(
         min_word_count: Vocabulary rule setting.
         min_attribute_sentences: Nationalities with fewer sentences are left out.
         min_attribute_share: Vocabulary rule relaxation (1.0: the paper's intersection).
+        taxonomy: The run's taxonomy: its nationality keywords and forms (default: the shipped
+            taxonomy the counts were made with, else ``taxonomy-v1``).
 
     Returns:
         Four rows (positive stereotypes vs eq. 2 r=positive and vs eq. 1, negative stereotypes
@@ -353,10 +360,12 @@ def seegull_recall_table(
         min_word_count=min_word_count,
         min_attribute_sentences=min_attribute_sentences,
         min_attribute_share=min_attribute_share,
+        taxonomy=taxonomy,
     )
+    from fairstream.stats.provenance import counts_taxonomy
     from fairstream.taxonomy import Taxonomy
 
-    taxonomy = Taxonomy.default()
+    taxonomy = taxonomy or counts_taxonomy(counts) or Taxonomy.default()
     nationality_keywords = sorted(
         {a.keyword for a in taxonomy.classes.get(NATIONALITY_CLASS, [])}
         | {kw for _, kw in counts.attributes(NATIONALITY_CLASS)}

@@ -61,7 +61,8 @@ class FairStream(IterableDataset):
             meaning). ``max_doc_chars=None`` means no limit.
         model: a loaded model (e.g. a ``JointModel``) shared with other streams, or a model folder
             (same as the ``model`` setting); ``None``: the setting (default: the shipped model).
-        taxonomy: a loaded taxonomy used instead of the ``taxonomy`` setting.
+        taxonomy: a loaded taxonomy used instead of the ``taxonomy`` setting, or a shipped taxonomy's
+            name or a JSON file (the same as the setting).
         annotate: add an annotation dict to each output document under ``annotation_field``.
         hooks: callables ``hook(original_text, annotation)`` run for every document (e.g. the
             co-occurrence sidecar's ``consume``).
@@ -76,7 +77,7 @@ class FairStream(IterableDataset):
         config: FilterConfig | None = None,
         *,
         model: MentionModel | str | Path | None = None,
-        taxonomy: Taxonomy | None = None,
+        taxonomy: Taxonomy | str | Path | None = None,
         annotate: bool = False,
         annotation_field: str = "fairstream",
         hooks: Sequence[Hook] = (),
@@ -94,6 +95,8 @@ class FairStream(IterableDataset):
             )
         if isinstance(model, str | Path):
             settings["model"], model = str(model), None
+        if isinstance(taxonomy, str | Path):  # a name or a file: the setting
+            settings["taxonomy"], taxonomy = str(taxonomy), None
         if settings.get("max_doc_chars", 0) is None:  # None: no limit, as in the text layer
             settings["max_doc_chars"] = 0
         config = config or FilterConfig()
