@@ -1,14 +1,27 @@
-"""Bias producers of the substitution builder: sets of interchangeable biasers, from a taxonomy class or a list file."""
+"""Bias producers of the substitution builder: sets of interchangeable biasers, from a taxonomy class or a list file.
+
+A taxonomy class gives its keywords with their plurals, and their other forms as variants that are
+matched too. A variant's number is read from the forms: "teenagers" is the plural of the listed
+"teenager", which is then a noun, so a copy writes the target's noun ("adults", "teens") or, for an
+adjective without one, "elderly people" / "an elderly person". Keywords the taxonomy marks
+dispreferred (taxonomy-v2's "handicapped", "illegal-immigrant", ...) are left out of a producer
+built from it: a copy never writes them. Besides its classes, a taxonomy's HolisticBias axes that lie
+within one class are producers too ("sexual orientation": gay, straight, bisexual, ... of the
+``gender/sexuality`` class, so a copy swaps an orientation for an orientation, not for a gender).
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fairstream.builders.records import BuilderConfigError
-from fairstream.taxonomy import Attribute, Taxonomy
+from fairstream.taxonomy import Attribute, Taxonomy, shipped_taxonomies
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -18,24 +31,93 @@ class Biaser:
     singular: str
     plural: str | None
     gloss: str
+    # other forms, matched too: (variant, number) with number "plural", "noun" (a singular noun) or
+    # "" (unknown: written as the singular)
+    variants: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def forms(self) -> tuple[str, ...]:
         """Lowercase surface forms matched in text."""
         return (self.singular,) if self.plural is None else (self.singular, self.plural)
 
-    def form(self, plural: bool) -> tuple[str, str]:
-        """The form for a singular or plural source, and a suffix (``" people"`` when no plural exists)."""
-        if not plural:
-            return self.singular, ""
-        return (self.plural, "") if self.plural is not None else (self.singular, " people")
+    def nouns(self) -> tuple[str, str] | None:
+        """The first singular noun variant that has its plural among the variants ("teen", "teens")."""
+        plurals = {v for v, number in self.variants if number == "plural"}
+        return next(
+            ((v, p) for v, number in self.variants if number == "noun" for p in _plurals(v) if p in plurals),
+            None,
+        )
+
+    def number(self, surface: str) -> str:
+        """How a matched form counts: ``"plural"``, ``"noun"`` (singular noun) or ``""`` (the singular)."""
+        if self.plural is not None and surface == self.plural:
+            return "plural"
+        return next((number for v, number in self.variants if v == surface), "")
+
+    def form(self, plural: bool, noun: bool = False) -> tuple[str, str]:
+        """The form for a source of that number, and a suffix where no noun exists (``" people"``).
+
+        ``noun``: the source is a singular noun ("a teenager"): an adjective without a noun form
+        gets ``" person"`` ("an elderly person").
+        """
+        if plural:
+            if self.plural is not None:
+                return self.plural, ""
+            pair = self.nouns()
+            return (pair[1], "") if pair else (self.singular, " people")
+        if noun and self.plural is None:
+            pair = self.nouns()
+            return (pair[0], "") if pair else (self.singular, " person")
+        return self.singular, ""
+
+
+def producer_groups(taxonomy: Taxonomy) -> dict[str, list[Attribute]]:
+    """What ``--producer`` may name: every class, and every HolisticBias axis whose keywords lie in one class.
+
+    An axis is named with spaces ("sexual_orientation": "sexual orientation"); one that spans several
+    classes ("characteristics"), has one keyword or a class's name is not a producer of its own.
+    """
+    groups: dict[str, list[Attribute]] = dict(taxonomy.classes)
+    axes: dict[str, list[Attribute]] = {}
+    for attr in taxonomy:
+        if attr.axis:
+            axes.setdefault(attr.axis.replace("_", " "), []).append(attr)
+    for axis, attrs in sorted(axes.items()):
+        if axis not in groups and len(attrs) > 1 and len({a.attribute_class for a in attrs}) == 1:
+            groups[axis] = attrs
+    return groups
+
+
+def _plurals(word: str) -> tuple[str, ...]:
+    """Regular plurals of a word or of a phrase's last word ("housewife": "housewives" too)."""
+    out = (word + "s", word + "es")
+    return out + (
+        (word[:-2] + "ves",) if word.endswith("fe") else (word[:-1] + "ves",) if word.endswith("f") else ()
+    )
 
 
 def _plural_of(attr: Attribute) -> str | None:
     for form in attr.forms:
-        if form != attr.keyword and form in (attr.keyword + "s", attr.keyword + "es"):
+        if form != attr.keyword and form in _plurals(attr.keyword):
             return form
     return None
+
+
+def _variants(attr: Attribute, plural: str | None) -> tuple[tuple[str, str], ...]:
+    """The attribute's other forms with their number, read from the forms themselves."""
+    forms = set(attr.forms) | {attr.keyword}
+    out = []
+    for v in attr.forms:
+        if v in (attr.keyword, plural):
+            continue
+        if any(p in forms for p in _plurals(v)):
+            number = "noun"  # its plural is listed too: a countable noun ("teenager", "senior citizen")
+        elif any(v in _plurals(u) for u in forms):
+            number = "plural"
+        else:
+            number = ""
+        out.append((v, number))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -44,6 +126,7 @@ class BiasProducer:
 
     name: str
     biasers: tuple[Biaser, ...]
+    left_out: tuple[str, ...] = field(default=())  # dispreferred keywords of the class, not used
 
     def __post_init__(self) -> None:
         if len(self.biasers) < 2:
@@ -61,21 +144,49 @@ class BiasProducer:
 
     @classmethod
     def from_taxonomy(cls, taxonomy: Taxonomy, attribute_class: str) -> BiasProducer:
-        """The keywords of one taxonomy class, with their plural forms and glosses."""
-        classes = taxonomy.classes
-        if attribute_class not in classes:
-            raise BuilderConfigError(
-                f"--producer {attribute_class!r} is not a class of {taxonomy.name}; allowed: {sorted(classes)}"
+        """The keywords of one taxonomy class or axis (:func:`producer_groups`) with their forms and glosses.
+
+        Keywords the taxonomy marks dispreferred are left out (``left_out``).
+
+        Raises:
+            BuilderConfigError: The class is not in the taxonomy (one line naming the allowed
+                classes, and a shipped taxonomy that has it), or has fewer than two keywords.
+        """
+        groups = producer_groups(taxonomy)
+        if attribute_class not in groups:
+            hint = next(
+                (
+                    f"; {name} has it: add --taxonomy {name}"
+                    for name in shipped_taxonomies()
+                    if name != taxonomy.name and attribute_class in producer_groups(Taxonomy.shipped(name))
+                ),
+                "",
             )
-        biasers = []
-        for attr in classes[attribute_class]:
+            axes = sorted(set(groups) - set(taxonomy.classes))
+            raise BuilderConfigError(
+                f"--producer {attribute_class!r} is not a class of {taxonomy.name}; allowed: "
+                f"{', '.join(sorted(taxonomy.classes))}"
+                + (f", or an axis within a class: {', '.join(axes)}" if axes else "")
+                + hint
+            )
+        biasers, left_out = [], []
+        for attr in groups[attribute_class]:
+            if attr.dispreferred:  # counted by an audit, never written into a copy
+                left_out.append(attr.keyword)
+                continue
             plural = _plural_of(attr)
-            # other listed variants ("non-binary") are matched too but written as the keyword
-            biasers.append(Biaser(attr.keyword, plural, attr.gloss))
-            extra = [f for f in attr.forms if f not in (attr.keyword, plural)]
-            if extra:
-                biasers[-1] = _WithVariants(attr.keyword, plural, attr.gloss, tuple(extra))
-        return cls(attribute_class, tuple(biasers))
+            biasers.append(Biaser(attr.keyword, plural, attr.gloss, _variants(attr, plural)))
+        if left_out:
+            logger.info(
+                "producer %r: dispreferred keywords left out: %s", attribute_class, ", ".join(left_out)
+            )
+        if len(biasers) < 2:
+            raise BuilderConfigError(
+                f"--producer {attribute_class!r}: {taxonomy.name} has {len(biasers)} usable keyword(s) in it "
+                f"({', '.join(b.singular for b in biasers) or 'none'}); a producer needs at least 2 to swap "
+                "between: pick another class or list them with --biasers FILE"
+            )
+        return cls(attribute_class, tuple(biasers), tuple(left_out))
 
     @classmethod
     def from_file(cls, path: str | Path, taxonomy: Taxonomy | None = None) -> BiasProducer:
@@ -133,11 +244,6 @@ class BiasProducer:
         return Taxonomy(f"producer:{self.name}", attrs, source=f"producer {self.name}")
 
 
-@dataclass(frozen=True)
-class _WithVariants(Biaser):
-    variants: tuple[str, ...] = ()
-
-
 def all_forms(b: Biaser) -> tuple[str, ...]:
-    """Every form of a biaser that is matched: its own and, from a list file, its variants."""
-    return b.forms + (b.variants if isinstance(b, _WithVariants) else ())
+    """Every form of a biaser that is matched: its own and, from a taxonomy, its variants."""
+    return b.forms + tuple(v for v, _ in b.variants)

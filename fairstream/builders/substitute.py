@@ -200,8 +200,9 @@ class BiaserSubstitution:
             src = self._by_form[m.surface.lower()]
             dst = self.producer.biasers[(self._index[src.singular] + shift) % n]
             mapping[src.singular] = dst.singular
-            plural = src.plural is not None and m.surface.lower() == src.plural
-            word, suffix = dst.form(plural)
+            number = src.number(m.surface.lower())
+            plural = number == "plural"
+            word, suffix = dst.form(plural, noun=number == "noun")
             # the suffix follows UPPER case only: "Muslims" -> "Jewish people", "MUSLIMS" -> "JEWISH PEOPLE"
             new = match_case(word, m.surface) + (
                 suffix.upper() if len(m.surface) > 1 and m.surface.isupper() else suffix

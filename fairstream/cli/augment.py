@@ -108,6 +108,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
     stats = {
         "producer": producer.name,
         "biasers": [b.singular for b in producer.biasers],
+        **({"left_out_dispreferred": list(producer.left_out)} if producer.left_out else {}),
         **builder.stats.to_dict(),
     }
     _finish(args, n, stats)
@@ -222,7 +223,13 @@ def register(add: AddCommand) -> None:
         "Biaser substitution: |b|-1 balanced copies of each record that mentions a biaser as people.",
     )
     _io_options(p, "augmented records (.jsonl, .jsonl.gz, .parquet): originals and copies with provenance")
-    p.add_argument("--producer", default=None, help="a taxonomy class as the bias producer (e.g. religion)")
+    p.add_argument(
+        "--producer",
+        default=None,
+        help="a class of --taxonomy as the bias producer (e.g. religion; with --taxonomy taxonomy-v2 also age, "
+        "sexual orientation under gender/sexuality, immigration status, political ideology, ...); its "
+        "dispreferred keywords are left out",
+    )
     p.add_argument(
         "--biasers", default=None, help="a biasers file: lines 'singular[, plural]' or JSON {name, biasers}"
     )
