@@ -19,6 +19,7 @@ from fairstream.errors import FairStreamError
 from fairstream.io.writers import write_json
 from fairstream.models.calibration import Calibration, calibration_in
 from fairstream.models.names import resolve_model_dir
+from fairstream.stats.provenance import TaxonomyMismatchError, merged_taxonomy
 
 PART_SUFFIX = ".stats.json"
 
@@ -40,12 +41,13 @@ def merge_stats_parts(folder: str | Path, calibration: Calibration | None = None
 
     Raises:
         FairStreamError: naming the folder when it holds no part, and a part that is not valid JSON.
+        TaxonomyMismatchError: parts were counted with different taxonomies (name and content hash).
     """
     folder = Path(folder)
     parts = sorted(folder.glob(f"*{PART_SUFFIX}"))
     if not parts:
         raise FairStreamError(f"{folder}: no *{PART_SUFFIX} files (was stats_dir given to the filter?)")
-    total, models = StreamStats(), set()
+    total, models, taxonomy, first = StreamStats(), set(), None, None
     for path in parts:
         try:
             part = json.loads(path.read_text(encoding="utf-8"))
@@ -53,6 +55,13 @@ def merge_stats_parts(folder: str | Path, calibration: Calibration | None = None
             raise FairStreamError(
                 f"{path}: not a stats part ({exc}); delete it and run that worker again"
             ) from None
+        # per-keyword counts of two taxonomies do not add up (a part from before it was recorded: taken)
+        if part.get("taxonomy") is not None:
+            try:
+                taxonomy = merged_taxonomy(taxonomy, part["taxonomy"], what="stats parts")
+            except TaxonomyMismatchError as exc:
+                raise TaxonomyMismatchError(f"{first} and {path.name}: {exc}") from None
+            first = first or path.name
         total = total + StreamStats.from_dict(part)
         models.add(part.get("model"))
     if calibration is None:
@@ -61,4 +70,4 @@ def merge_stats_parts(folder: str | Path, calibration: Calibration | None = None
                 f"{folder}: parts from several models {sorted(map(str, models))}; pass calibration="
             )
         calibration = calibration_in(resolve_model_dir(models.pop()))
-    return {**with_estimates(total.to_dict(), calibration), "parts": len(parts)}
+    return {**with_estimates(total.to_dict(), calibration), "parts": len(parts), "taxonomy": taxonomy}

@@ -15,7 +15,9 @@ the stream's per-attribute counts in ``stats.json`` exactly.
 
 Counts are values (STYLE habit 3): they add with ``+`` (and ``sum``), serialize to JSON and merge
 across workers, shards and machines. Merging is exact: ``a + b`` equals counting both streams in
-one object.
+one object. Counts remember the taxonomy they were made with (``taxonomy``: its name and content
+hash, from the annotations) and refuse to add up with counts of another taxonomy
+(:mod:`fairstream.stats.provenance`).
 
 Bounded memory (lossy counting, Manku & Motwani 2002). With ``prune_every=P`` the stream is cut
 into buckets of ``P`` counted sentences. At the end of each bucket the error bound ``E`` grows by
@@ -48,6 +50,7 @@ from fairstream.io import atomic_write
 from fairstream.stats import words as word_filter
 from fairstream.stats.count_queries import CountQueries
 from fairstream.stats.hooks import CountsHook, consume_into
+from fairstream.stats.provenance import merged_taxonomy, provenance_taxonomies
 from fairstream.stats.regards import REGARD_LABELS, WHICH, Key, parse_attributes
 
 logger = logging.getLogger(__name__)
@@ -107,6 +110,8 @@ class CooccurrenceCounts(CountQueries):
             {"documents": 0, "sentences_seen": 0, "sentences_counted": 0, "mentions": 0}
         )
         self.provenance: Counter[str] = Counter()
+        # the identity (name and content hash) of the taxonomy counted with; None: not recorded
+        self.taxonomy: str | None = None
         self.error_bound = 0
         self.n_prunes = 0
         self._since_prune = 0
@@ -138,6 +143,12 @@ class CooccurrenceCounts(CountQueries):
         return out
 
     def _check_compatible(self, other: CooccurrenceCounts) -> None:
+        merged_taxonomy(
+            self.taxonomy,
+            other.taxonomy,
+            provenance_taxonomies(self.provenance),
+            provenance_taxonomies(other.provenance),
+        )
         mine, theirs = self.config(), other.config()
         for name in mine.keys() | theirs.keys():
             if mine.get(name) != theirs.get(name):
@@ -147,6 +158,20 @@ class CooccurrenceCounts(CountQueries):
                     f"cannot merge counts made with different word filters: {name}={shown_mine!r} vs "
                     f"{name}={shown_theirs!r}; recount one of them with the other's settings"
                 )
+
+    def note_taxonomy(self, identity: str, where: str = "") -> None:
+        """Record the taxonomy of what is counted next (an annotation's ``taxonomy_identity``).
+
+        Raises:
+            TaxonomyMismatchError: These counts hold counts of another taxonomy.
+        """
+        if identity != self.taxonomy:
+            try:
+                self.taxonomy = merged_taxonomy(
+                    self.taxonomy, identity, provenance_taxonomies(self.provenance)
+                )
+            except ValueError as exc:
+                raise type(exc)(f"{where}: {exc}" if where else str(exc)) from None
 
     # -- counting -----------------------------------------------------------------------------
     def filter_tokens(self, tokens: Iterable[str]) -> list[str]:
@@ -330,6 +355,7 @@ class CooccurrenceCounts(CountQueries):
         self._tokens.update(other._tokens)
         self.totals.update(other.totals)
         self.provenance.update(other.provenance)
+        self.taxonomy = self.taxonomy if self.taxonomy is not None else other.taxonomy
         self.error_bound = e_self + e_other
         self.n_prunes += other.n_prunes
         self._since_prune += other._since_prune
@@ -398,6 +424,7 @@ class CooccurrenceCounts(CountQueries):
             },
             "totals": {k: self.totals[k] for k in sorted(self.totals)},
             "provenance": {k: self.provenance[k] for k in sorted(self.provenance)},
+            "taxonomy": self.taxonomy,
             "attributes": entries,
         }
 
@@ -423,6 +450,8 @@ class CooccurrenceCounts(CountQueries):
             out._since_prune = int(pruning["sentences_since_prune"])
             out.totals = Counter({k: int(v) for k, v in data["totals"].items()})
             out.provenance = Counter({k: int(v) for k, v in data["provenance"].items()})
+            taxonomy = data.get("taxonomy")  # absent from counts written before it was recorded
+            out.taxonomy = None if taxonomy is None else str(taxonomy)
             for entry in data["attributes"]:
                 regard = entry["regard"]
                 if regard not in REGARD_LABELS:

@@ -20,6 +20,8 @@ class Counts(Protocol):
     totals: Counter[str]
     provenance: Counter[str]
 
+    def note_taxonomy(self, identity: str, where: str = "") -> None: ...  # noqa: D102
+
     def filter_tokens(self, tokens: Iterable[str]) -> list[str]: ...  # noqa: D102
 
     def tokenize(self, text: str) -> list[str]: ...  # noqa: D102
@@ -55,6 +57,10 @@ def consume_into(
     if not isinstance(sentences, list):
         raise InvalidDocumentError(f"{where}: annotation field 'sentences' must be a list")
     provenance = f"{annotation.get('taxonomy')}/{annotation.get('model')}"
+    identity = annotation.get("taxonomy_identity")
+    if isinstance(identity, str):  # before anything is counted: counts of one taxonomy only
+        for counts, _ in targets:
+            counts.note_taxonomy(identity, where)
     doc_kept = annotation.get("doc_kept", True) is not False
     for counts, which in targets:
         if which == "all" or doc_kept:  # "kept" counts the documents the stream output
