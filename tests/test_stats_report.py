@@ -111,7 +111,10 @@ def test_report_files_html_is_self_contained(tmp_path: Path):
     assert len(images) == 2
     assert all(base64.b64decode(img)[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
     assert "<table>" in page and "</html>" in page
-    assert not re.search(r'(src|href)="(?!data:)', page)  # nothing to fetch: readable without a server
+    # nothing to fetch: readable without a server (links only to anchors on the page itself)
+    assert not re.search(r'(src|href)="(?!data:|#)', page)
+    for anchor in re.findall(r'href="#([^"]+)"', page):
+        assert f'id="{anchor}"' in page, anchor
     assert "<script" not in page
     for needle in ("eq. 1", "eq. 2, r=negative", "mitigation effect", "Appendix", "sentences_candidate"):
         assert needle in page, needle

@@ -42,6 +42,7 @@ class Table:
         default_factory=list
     )  # rows to highlight (above the cap); last column: status
     numeric: set[int] = field(default_factory=set)  # right-aligned columns
+    links: list[str] = field(default_factory=list)  # per row: an in-page anchor its first cell links to
 
 
 @dataclass
@@ -101,13 +102,18 @@ def render_markdown(blocks: Sequence[Block]) -> str:
     out: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
-            out.append("#" * b.level + " " + b.text)
+            anchor = f'<a id="{html.escape(b.anchor)}"></a>\n\n' if b.anchor else ""  # the target of links
+            out.append(anchor + "#" * b.level + " " + b.text)
         elif isinstance(b, Para):
             lead = f"**{b.label}:** " if b.label else ""
             out.append(("**Warning:** " if b.tone == "warn" else "") + lead + b.text)
         elif isinstance(b, Table):
             lines = ["| " + " | ".join(_md_cell(h) for h in b.headers) + " |", "|" + "---|" * len(b.headers)]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            for i, row in enumerate(b.rows):
+                cells = [_md_cell(c) for c in row]
+                if i < len(b.links) and b.links[i] and cells:
+                    cells[0] = f"[{cells[0]}](#{b.links[i]})"
+                lines.append("| " + " | ".join(cells) + " |")
             out.append("\n".join(lines))
         elif isinstance(b, Cards):
             out.append(
@@ -137,8 +143,8 @@ def render_markdown(blocks: Sequence[Block]) -> str:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;max-width:1040px;margin:1.5em auto;
-padding:0 1.2em;color:#1f2328;line-height:1.45;background:#fff}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;max-width:1100px;margin:1.5em auto;
+padding:0 1.2em;color:#1f2328;line-height:1.45;background:#fff;overflow-wrap:break-word}
 h1{font-size:1.6em;margin:0.2em 0 0.1em}
 h2{border-bottom:1px solid #d0d7de;padding-bottom:0.2em;margin-top:1.8em;font-size:1.3em}
 h3{margin:1.2em 0 0.4em;font-size:1.05em}
@@ -157,12 +163,14 @@ p.warn{background:#fff8e5;border-left:4px solid #d4a72c;padding:6px 10px}
 p.good{color:#1a7f37}
 p.claim{border-left:4px solid #8c959f;background:#f6f8fa;padding:6px 10px;margin:0.4em 0}
 p.note{color:#57606a;font-size:0.9em}
-table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.88em}
+div.table{overflow-x:auto;max-width:100%;margin:0.5em 0 1.2em}
+table{border-collapse:collapse;font-size:0.88em}
 th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.status td:last-child{min-width:9em}
 tr.flag td{background:#fff1f0}
+td:first-child{white-space:nowrap}
 img{max-width:100%}
 figure{margin:0.5em 0}
 ul.examples{padding-left:1.2em;font-size:0.9em}
@@ -191,16 +199,23 @@ def _html_blocks(blocks: Sequence[Block]) -> list[str]:
             rows = []
             for i, row in enumerate(b.rows):
                 flag = ' class="flag"' if i < len(b.flagged) and b.flagged[i] else ""
+                link = b.links[i] if i < len(b.links) else ""
                 cells = "".join(
-                    f'<td class="num">{esc(c)}</td>' if j in b.numeric else f"<td>{esc(c)}</td>"
+                    f'<td class="num">{esc(c)}</td>'
+                    if j in b.numeric
+                    else f'<td><a href="#{esc(link)}">{esc(c)}</a></td>'
+                    if j == 0 and link
+                    else f"<td>{esc(c)}</td>"
                     for j, c in enumerate(row)
                 )
                 rows.append(f"<tr{flag}>{cells}</tr>")
             status = (
                 ' class="status"' if b.flagged else ""
             )  # rows with a cap status: keep its column readable
+            # in a box that scrolls sideways if the table is wider than the page: the page never does
             body.append(
-                f"<table{status}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+                f'<div class="table"><table{status}><thead><tr>{head}</tr></thead>'
+                f"<tbody>{''.join(rows)}</tbody></table></div>"
             )
         elif isinstance(b, Cards):
             cards = "".join(

@@ -60,18 +60,21 @@ def class_rows(cls: str, before: CooccurrenceCounts, after: CooccurrenceCounts |
     return sorted((r for r in rows if r.n), key=lambda r: (-r.n, r.keyword))
 
 
-def regard_figure(
+def regard_chart(
     cls: str,
     rows: Sequence[ClassRow],
     cap: float | None,
     top: int,
     *,
     estimates: Mapping[str, Any] | None = None,
-) -> bytes:
-    """One row per attribute (top ``top`` by sentences, the rest summed): before and after bars.
+) -> Any:
+    """The chart as a matplotlib ``Figure`` on an Agg canvas (``regard_figure`` renders it to PNG).
 
+    One row per attribute (top ``top`` by sentences, the rest summed): before and after bars.
     ``estimates`` (``stats.json``'s block) adds each attribute's estimated true negative share
-    with its 95% interval to its bars.
+    with its 95% interval to its bars. The margins are measured, not guessed: the left one fits
+    the longest attribute label, the figure is widened until the notes right of the bars, the
+    legend and the titles fit, so nothing is cut or overlaps at any keyword length.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -98,11 +101,9 @@ def regard_figure(
     height = top_in + per_row * len(shown) + 0.25 + bottom_in
     fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)  # the Agg backend, without touching pyplot's global backend
-    ax = fig.add_axes(
-        (left_in / width, bottom_in / height, axes_in / width, 1 - (top_in + bottom_in) / height)
-    )
+    ax = fig.add_axes((0, 0, 1, 1))
     bar_h = 0.36 if paired else 0.7
-    yticks, ylabels = [], []
+    yticks, ylabels, notes = [], [], []
     for i, row in enumerate(shown):
         bars = [("before", row.before)] + ([("after", row.after)] if paired and row.after is not None else [])
         for j, (label, dist) in enumerate(bars):
@@ -131,7 +132,11 @@ def regard_figure(
                 )
                 note += f", est. true {100 * x:.1f}%"
                 marked = True
-            ax.text(1.02, y, f"{label}: {note}" if paired else note, va="center", fontsize=8, color="#333")
+            notes.append(
+                ax.text(
+                    1.02, y, f"{label}: {note}" if paired else note, va="center", fontsize=8, color="#333"
+                )
+            )
         yticks.append(float(i))
         ylabels.append(row.keyword)
     if cap is not None and 0 < cap < 1:
@@ -151,20 +156,45 @@ def regard_figure(
     if marked and estimates:
         label = f"estimated true negative share, 95% interval ({basis_text(estimates)})"
         handles.append(Line2D([], [], color="black", marker="D", ms=4, lw=1, label=label))
-    fig.legend(
-        handles=handles,
-        loc="lower left",
-        ncol=len(handles),
-        fontsize=8,
-        frameon=False,
-        bbox_to_anchor=(left_in / width, 0),
-    )
+    legend = fig.legend(handles=handles, loc="lower left", ncol=len(handles), fontsize=8, frameon=False)
     title = f"{cls}: regard of person sentences, as the model judged it (bars)"
     sub = "before (upper bar) and after (lower bar) filtering" if paired else "before filtering"
     if marked:
         sub += "; black diamond: the estimated true negative share with its 95% interval"
-    fig.text(left_in / width, 1 - 0.12 / height, title, fontsize=10, ha="left", va="top")
-    fig.text(left_in / width, 1 - 0.36 / height, sub, fontsize=8, ha="left", va="top", color="#444")
+    heads = [
+        fig.text(0, 1 - 0.12 / height, title, fontsize=10, ha="left", va="top"),
+        fig.text(0, 1 - 0.36 / height, sub, fontsize=8, ha="left", va="top", color="#444"),
+    ]
+
+    # measure in inches what the labels need, then place the axes and widen the figure to fit
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+
+    def inches(texts: Sequence[Any]) -> float:
+        return max((t.get_window_extent(renderer).width / fig.dpi for t in texts), default=0.0)
+
+    pad = 0.15
+    left_in = max(left_in, inches(ax.get_yticklabels()) + 0.1 + pad)  # 0.1: tick length and gap
+    note_in = inches(notes) + 0.02 * axes_in  # text starts at x = 1.02 of the axes
+    legend_in = legend.get_window_extent(renderer).width / fig.dpi
+    width = max(width, left_in + axes_in + note_in + pad, left_in + max(legend_in, inches(heads)) + pad)
+    fig.set_size_inches(width, height)
+    ax.set_position((left_in / width, bottom_in / height, axes_in / width, 1 - (top_in + bottom_in) / height))
+    legend.set_bbox_to_anchor((left_in / width, 0), transform=fig.transFigure)
+    for t in heads:
+        t.set_x(left_in / width)
+    return fig
+
+
+def regard_figure(
+    cls: str,
+    rows: Sequence[ClassRow],
+    cap: float | None,
+    top: int,
+    *,
+    estimates: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The chart of :func:`regard_chart` as PNG bytes."""
+    fig = regard_chart(cls, rows, cap, top, estimates=estimates)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()

@@ -9,13 +9,16 @@ Written for a data engineer deciding whether to trust a run, in this order:
    from the model's calibrated probabilities, naming the calibration; ``stats.json``'s
    ``estimates``); the cap and the run's settings, the model and its measured quality (from its
    model card), and every attribute above its cap with the reason.
-2. **Per attribute class**: a before/after regard chart (the top attributes by sentences, the
+2. **Attribute classes at a glance**: one row per class (person sentences, model-judged negative
+   shares, drops, attributes above the cap), each linking to its section, and the taxonomy's classes
+   without any mention (``fairstream.stats.report_overview``): a 16-class taxonomy stays navigable.
+3. **Per attribute class**: a before/after regard chart (the top attributes by sentences, the
    rest summed in one bar, so it stays readable at any number of attributes; bars model-judged,
    the estimated true negative share a marker with its interval), the numbers behind it
    (model-judged and estimated columns, labelled), a few dropped sentences per attribute
    (truncated) and the word-level bias scores where there is data for them, each with a one-line
-   explanation.
-3. **Appendix** (collapsed): formulas, vocabulary rule, counting internals, the raw stream stats.
+   explanation; the word tables show the attributes of the chart, the rest collapsed.
+4. **Appendix** (collapsed): formulas, vocabulary rule, counting internals, the raw stream stats.
 
 Counts come from one place: the headline and the cap status from ``stats.json`` (the stream's
 counters plus the run's settings under ``"run"``), the per-class tables from the co-occurrence
@@ -51,8 +54,10 @@ from fairstream.stats.page import (
     render_html,
     render_markdown,
 )
+from fairstream.stats.provenance import counts_taxonomy
 from fairstream.stats.report_classes import class_blocks, score_blocks
 from fairstream.stats.report_headline import headline_blocks
+from fairstream.stats.report_overview import overview_blocks
 from fairstream.stats.scores import (
     DEFAULT_MIN_ATTRIBUTE_SENTENCES,
     DEFAULT_MIN_ATTRIBUTE_SHARE,
@@ -178,7 +183,9 @@ def write_report(
         mitigation_k: Words per attribute in the before/after table.
         top_attributes: Attributes drawn per chart (by sentences); the rest are summed in one bar.
         title: Page title.
-        taxonomy: The run's taxonomy, whose forms stay out of the vocabularies (default ``taxonomy-v1``).
+        taxonomy: The run's taxonomy: its forms stay out of the vocabularies, the overview names its
+            classes without mentions (default: the shipped taxonomy the counts record, if any; else the
+            overview names none and the vocabularies leave out ``taxonomy-v1``'s forms).
 
     Returns:
         The paths written.
@@ -197,6 +204,7 @@ def write_report(
         "min_attribute_sentences": min_attribute_sentences,
         "min_attribute_share": min_attribute_share,
     }
+    taxonomy = taxonomy or counts_taxonomy(before)  # a shipped one recorded in the counts, if any
     rows = attribute_rows(stream_stats) if stream_stats else []
     status = {r.keyword: r for r in rows}
     run = (stream_stats or {}).get("run") or {}
@@ -219,6 +227,15 @@ def write_report(
     )
     if not classes:
         blocks.append(Para("No person-sense mentions were counted: nothing to report per class."))
+    blocks += overview_blocks(
+        classes,
+        before,
+        after,
+        status,
+        estimates=estimates,
+        taxonomy_name=taxonomy.name if taxonomy is not None else None,
+        taxonomy_classes=taxonomy.classes if taxonomy is not None else (),
+    )
     figures: list[Figure] = []
     vocab_notes: list[str] = []
     example_map = (examples or {}).get("examples", {})
@@ -227,7 +244,7 @@ def write_report(
             cls, before, after, status, run.get("cap"), example_map, top_attributes, estimates=estimates
         )
         sc = score_class(before, cls, taxonomy=taxonomy, **settings)
-        section += score_blocks(cls, before, after, sc, top_k, mitigation_k, settings)
+        section += score_blocks(cls, before, after, sc, top_k, mitigation_k, settings, top_attributes)
         if sc.skipped:
             vocab_notes.append(
                 f"{cls}: not scored for too few sentences: "

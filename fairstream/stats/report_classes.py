@@ -30,7 +30,6 @@ from fairstream.stats.scores import (
 )
 from fairstream.summary import (
     AttributeRow,
-    basis_text,
     estimate_cell,
     not_negative_cell,
     pct,
@@ -50,7 +49,8 @@ EXPLAIN = {
 }
 
 
-def _slug(name: str) -> str:
+def class_anchor(name: str) -> str:
+    """The HTML anchor of a class's section and its figure's name ("race/ethnicity" -> "race-ethnicity")."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "class"
 
 
@@ -64,6 +64,14 @@ def _words_cell(items: Sequence[tuple[str, float]]) -> str:
     return ", ".join(f"{w} ({s:.2f})" for w, s in items if s > 0)
 
 
+def _split(
+    keywords: Sequence[str], rows: Sequence[list[str]], shown: int
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Rows of the ``shown`` first keywords (the class's attributes with most sentences), and the rest."""
+    first = set(keywords[:shown])
+    return [r for r in rows if r[0] in first], [r for r in rows if r[0] not in first]
+
+
 def score_blocks(
     cls: str,
     before: CooccurrenceCounts,
@@ -72,61 +80,86 @@ def score_blocks(
     top_k: int,
     mitigation_k: int,
     settings: Mapping[str, Any],
+    top_attributes: int | None = None,
 ) -> list[Block]:
-    """Word-level bias scores, only rows and columns that hold data."""
+    """Word-level bias scores, only rows and columns that hold data.
+
+    Attributes come in the chart's order (most sentences first); with ``top_attributes`` the rows
+    of the attributes beyond it sit in a collapsed table below each table, so a class of many
+    attributes does not push the next class pages down.
+    """
     if len(sc.keywords) < 2 or not sc.words:  # with one attribute every eq. 1 score is 1: no information
         return []
+    order = sorted(sc.keywords, key=lambda kw: (-before.sentence_count(cls, kw), kw))
+    shown = len(order) if top_attributes is None else top_attributes
     columns = [("eq. 1", None), *[(f"eq. 2, r={r}", r) for r in REGARDS]]
     rows = []
-    for kw in sc.keywords:
+    for kw in order:
         cells = [_words_cell(sc.top(kw, top_k, r)) for _, r in columns]
         if any(cells):
             rows.append([kw, *cells])
     keep_cols = [j for j in range(len(columns)) if any(row[j + 1] for row in rows)]
     if not rows or not keep_cols:
         return []
+    headers = ["attribute", *[columns[j][0] for j in keep_cols]]
+    main, rest = _split(order, [[row[0], *[row[j + 1] or "-" for j in keep_cols]] for row in rows], shown)
     blocks: list[Block] = [
         Heading(3, f"Words most associated with each attribute (top {top_k}, score in parentheses)"),
         Para(EXPLAIN["eq1"], "note"),
         Para(EXPLAIN["eq2"], "note"),
-        Table(
-            ["attribute", *[columns[j][0] for j in keep_cols]],
-            [[row[0], *[row[j + 1] or "-" for j in keep_cols]] for row in rows],
-        ),
+        Table(headers, main),
     ]
+    if rest:
+        blocks.append(
+            Details(f"Words of {len(rest)} more attributes with fewer sentences", [Table(headers, rest)])
+        )
     if after is not None:
+        # the words eq. 2 ranks for negative regard; a word of score 0 is not negatively biased
         effect = [
             r
             for r in mitigation_effect(before, after, cls, top_k=mitigation_k, regard="negative", **settings)
-            if r["count_before"] > 0 and not (isinstance(r["percent"], float) and math.isnan(r["percent"]))
+            if r["count_before"] > 0
+            and not (isinstance(r["percent"], float) and math.isnan(r["percent"]))
+            and isinstance(r["score_before"], float)
+            and r["score_before"] > 0
         ]
+        effect.sort(key=lambda r: order.index(r["keyword"]) if r["keyword"] in order else len(order))
         if effect:
+            headers = [
+                "attribute",
+                "word",
+                "eq. 2 (negative) before",
+                "count before",
+                "count after",
+                "effect %",
+            ]
+            numeric = {2, 3, 4, 5}
+            table_rows = [
+                [
+                    r["keyword"],
+                    r["word"],
+                    _fmt(r["score_before"]),
+                    str(r["count_before"]),
+                    str(r["count_after"]),
+                    _fmt(r["percent"], 0),
+                ]
+                for r in effect
+            ]
+            with_words = [kw for kw in order if any(row[0] == kw for row in table_rows)]
+            main, rest = _split(with_words, table_rows, shown)
             blocks += [
                 Heading(3, "Did filtering remove the negatively biased words?"),
                 Para(EXPLAIN["effect"], "note"),
-                Table(
-                    [
-                        "attribute",
-                        "word",
-                        "eq. 2 (negative) before",
-                        "count before",
-                        "count after",
-                        "effect %",
-                    ],
-                    [
-                        [
-                            r["keyword"],
-                            r["word"],
-                            _fmt(r["score_before"]),
-                            str(r["count_before"]),
-                            str(r["count_after"]),
-                            _fmt(r["percent"], 0),
-                        ]
-                        for r in effect
-                    ],
-                    numeric={2, 3, 4, 5},
-                ),
+                Table(headers, main, numeric=numeric),
             ]
+            if rest:
+                n_rest = len(with_words) - min(shown, len(with_words))
+                blocks.append(
+                    Details(
+                        f"{n_rest} more attributes' negatively biased words",
+                        [Table(headers, rest, numeric=numeric)],
+                    )
+                )
     return blocks
 
 
@@ -157,9 +190,9 @@ def class_blocks(
     if after is not None:
         kept = sum(r.kept or 0 for r in rows)
         title += f", {n - kept} dropped"
-    blocks: list[Block] = [Heading(2, title, anchor=_slug(cls))]
+    blocks: list[Block] = [Heading(2, title, anchor=class_anchor(cls))]
     fig = Figure(
-        f"figures/regard_{_slug(cls)}.png",
+        f"figures/regard_{class_anchor(cls)}.png",
         regard_figure(cls, rows, cap, top_attributes, estimates=estimates),
         f"Regard per attribute, {cls}: model-judged shares"
         + (", estimated true negative share with its 95% interval" if estimates else ""),
@@ -206,16 +239,6 @@ def class_blocks(
         numeric = set(range(1, len(headers) - (1 if status else 0)))
         return Table(headers, [table_row(r) for r in part], flagged if status else [], numeric=numeric)
 
-    if estimates and after is not None:
-        blocks.append(
-            Para(
-                "Model-judged: the share of person sentences the model called negative (what the cap "
-                "bounds). Estimated true: the expected share truly negative, from "
-                f"{basis_text(estimates)}, with a 95% interval; dropped, estimated not negative: how "
-                "many of the dropped sentences were probably not negative toward the attribute.",
-                "note",
-            )
-        )
     blocks.append(table(main))
     if rest:
         blocks.append(
