@@ -191,6 +191,11 @@ def test_stream_and_global_scope_write_the_same_estimates(sample, tmp_path: Path
         assert rc in (0, None)
         out[scope] = json.loads((tmp_path / scope / "stats.json").read_text(encoding="utf-8"))
     assert out["stream"]["estimates"] == out["global"]["estimates"]
+    # the document and sentence counts a summary prints agree too (global once counted no document with a keyword)
+    same = ("docs_in", "docs_out", "docs_empty", "docs_with_keyword", "sentences_candidate",
+            "sentences_out_of_length", "sentences_dropped")  # fmt: skip
+    counts = {scope: {k: out[scope]["counters"].get(k) for k in same} for scope in out}
+    assert counts["stream"] == counts["global"] and counts["global"]["docs_with_keyword"] > 0, counts
     for scope in ("stream", "global"):  # both printed summaries say what is guaranteed and what estimated
         text = (tmp_path / scope / "summary.txt").read_text(encoding="utf-8")
         assert "guaranteed (a bound on the model's decisions" in text and "estimated (calibrated" in text, (

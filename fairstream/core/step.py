@@ -390,6 +390,10 @@ class FilterStep:
             "model": self.tagger.model.name,
             "granularity": self.config.granularity,
             "sentences": sentences,
+            # what the scan saw beside the judged sentences, so a count made from annotations alone (the
+            # global cap's report pass) has the stream's docs_with_keyword and sentences_out_of_length
+            "has_keyword": tagged.scan.has_keyword,
+            "sentences_out_of_length": tagged.scan.n_mention_sentences_out_of_length,
             # counters of documents out read this, so theirs equal stats()["counters"]["docs_out"]
             "doc_kept": kept,
         }

@@ -93,6 +93,10 @@ def _count(stats: StreamStats, ann: Mapping[str, Any], kept: list[bool], doc_kep
     c = stats.counters
     if not text.strip():
         c["docs_empty"] += 1
+    # annotations written before these fields: a document with a judged sentence has a keyword
+    if ann.get("has_keyword", bool(ann["sentences"])):
+        c["docs_with_keyword"] += 1
+    c["sentences_out_of_length"] += int(ann.get("sentences_out_of_length", 0))
     c["sentences_candidate"] += len(ann["sentences"])
     for s, keep in zip(ann["sentences"], kept, strict=True):
         per_attr = stats.count_mentions(
