@@ -405,3 +405,34 @@ def test_hf_iterable_dataset_map(tiny_model):
     rows = list(mapped)
     assert [r["id"] for r in rows] == [d["id"] for d in docs]
     assert all(r["fairstream_keep"] for r in rows) and [r["text"] for r in rows] == [d["text"] for d in docs]
+
+
+def test_stats_dir_counts_every_document_a_worker_read_after_its_last_kept_one(tmp_path):
+    """torchdata snapshots a worker's state only with the items it yields: documents it drops after its
+    last kept one are missing from ``loader.state_dict()`` at the end of an epoch. ``stats_dir=`` has each
+    worker write its counts when its pass ends, so the merged parts count every document in."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    from fairstream.core.config import FilterConfig
+    from fairstream.io.stats_parts import merge_stats_parts
+    from fairstream.stream import stats_from_loader_state
+
+    negative = (
+        "In the town square yesterday afternoon the Muslim men were violent thugs who attacked everyone "
+        "they could find and then robbed the shops."
+    )
+    docs = [{"id": f"d{i}", "text": "The weather was fine today and we walked." if i < 4 else negative}
+            for i in range(10)]  # fmt: skip
+    config = FilterConfig(cap=0.0, warmup=0, granularity="document")
+    loader = StatefulDataLoader(FairStream(docs, config, stats_dir=tmp_path), batch_size=None, num_workers=2)
+    kept = list(loader)
+    assert len(kept) == 4
+    merged = merge_stats_parts(tmp_path)
+    c = merged["counters"]
+    assert (c["docs_in"], c["docs_out"], c["docs_dropped"]) == (10, 4, 6)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "rank-00000-worker-000.stats.json",
+        "rank-00000-worker-001.stats.json",
+    ]
+    # the loader's own state has only what came with yielded items (why stats_dir exists)
+    assert stats_from_loader_state(loader.state_dict()).counters["docs_in"] == 4

@@ -69,6 +69,10 @@ class FairStream(IterableDataset):
         rank, world_size: DDP position; ``None`` reads ``torch.distributed`` if initialised (when the
             stream is made, else when it is iterated).
         locate: names document ``index`` in messages (e.g. ``file:line``); default ``document {index}``.
+        stats_dir: a folder (seen by every worker and rank) where each worker writes its counts when
+            its pass ends (``rank-R-worker-W.stats.json``); ``fairstream.io.stats_parts.merge_stats_parts``
+            sums them. The totals of a finished epoch: ``loader.state_dict()`` lacks the documents
+            a worker dropped after its last yielded one (torchdata snapshots with yielded items).
     """
 
     def __init__(
@@ -84,6 +88,7 @@ class FairStream(IterableDataset):
         rank: int | None = None,
         world_size: int | None = None,
         locate: Callable[[int], str] | None = None,
+        stats_dir: str | Path | None = None,
         **settings: Any,
     ) -> None:
         super().__init__()
@@ -115,6 +120,7 @@ class FairStream(IterableDataset):
         self.lookahead = config.lookahead
         self.hooks = list(hooks)
         self.locate = locate
+        self.stats_dir = stats_dir
         if rank is None and torch.distributed.is_available() and torch.distributed.is_initialized():
             # recorded here, in the rank's own process: a DataLoader worker started by "spawn" (the
             # default where fork is unsafe) has no process group and would read every rank's documents
@@ -209,12 +215,33 @@ class FairStream(IterableDataset):
             emit_from=resume,
         )
         annotation_field = self.annotation_field if self.annotate else None
-        for doc, result in results:
-            self._next_index = doc.index + n_shards
-            if result.kept:
-                yield output_document(
-                    doc.data, result, text_field=self.text_field, annotation_field=annotation_field
-                )
+        try:
+            for doc, result in results:
+                self._next_index = doc.index + n_shards
+                if result.kept:
+                    yield output_document(
+                        doc.data, result, text_field=self.text_field, annotation_field=annotation_field
+                    )
+        finally:  # the end of this worker's pass, or a consumer that stopped early (the generator closed)
+            self._write_stats_part()
+
+    def _write_stats_part(self) -> None:
+        """This process's counts as one part of ``stats_dir`` (named by rank and DataLoader worker).
+
+        A ``StatefulDataLoader`` snapshots a worker's state only with the items it yields, so
+        ``loader.state_dict()`` at the end of an epoch lacks the documents a worker read (and dropped)
+        after its last kept one; the part is written when the worker's pass ends and has them all.
+        """
+        from fairstream.io.stats_parts import write_stats_part
+
+        if self.stats_dir is None:
+            return
+        rank = self._rank
+        if rank is None and torch.distributed.is_available() and torch.distributed.is_initialized():
+            rank = torch.distributed.get_rank()
+        info = get_worker_info()
+        name = f"rank-{rank or 0:05d}-worker-{info.id if info is not None else 0:03d}"
+        write_stats_part(self.stats_dir, name, self.step.counts(), self.config.model)
 
 
 def _indexable(source: Any) -> bool:
