@@ -40,19 +40,33 @@ def halves(split: dict[str, Any], keyword: str) -> str:
     return "heldout" if keyword in split.get("heldout", []) else "other"
 
 
-def evaluate(pairs: Sequence[LabelledPair], preds: Sequence[Any], split: dict[str, Any]) -> dict[str, Any]:
-    """Scores per half, per (half, class) and per keyword (see module docstring)."""
+def evaluate(
+    pairs: Sequence[LabelledPair],
+    preds: Sequence[Any],
+    split: dict[str, Any],
+    axis_of: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Scores per half, per (half, class), per (half, HolisticBias axis: ``axis_of`` maps a keyword to
+    its taxonomy entry's ``axis``) and per keyword (see module docstring)."""
     wsd = ["yes" if q.person else "no" for q in preds]
     regard = [q.regard for q in preds]
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    by_axis: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, p in enumerate(pairs):
         half = halves(split, p.mention.keyword)
         groups[(half, "(all)")].append(i)
         groups[(half, p.attribute_class)].append(i)
+        if axis_of is not None:
+            by_axis[(half, axis_of.get(p.mention.keyword) or "(none)")].append(i)
     out: dict[str, Any] = {"halves": {}, "keywords": {}}
     for (half, cls), idx in sorted(groups.items()):
         s = score([pairs[i] for i in idx], [wsd[i] for i in idx], [regard[i] for i in idx])
         out["halves"].setdefault(half, {})[cls] = s
+    if axis_of is not None:
+        out["axes"] = {}
+        for (half, axis), idx in sorted(by_axis.items()):
+            s = score([pairs[i] for i in idx], [wsd[i] for i in idx], [regard[i] for i in idx])
+            out["axes"].setdefault(half, {})[axis] = s
     by_kw: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(pairs):
         by_kw[p.mention.keyword].append(i)
@@ -120,10 +134,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             path, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
         )
     model = JointModel(args.model)
+    from fairstream.taxonomy import Taxonomy
+
+    # the HolisticBias axis each new keyword came from (taxonomy-v2's provenance field)
+    axis_of = {a.keyword: a.axis for a in Taxonomy.load("taxonomy-v2") if a.axis}
     result = {
         "model": args.model,
         "labels": [str(p) for p in args.labels],
-        **evaluate(pairs, model.predict([p.mention for p in pairs]), split),
+        **evaluate(pairs, model.predict([p.mention for p in pairs]), split, axis_of),
     }
     if args.baseline:
         result["versus_baseline"] = versus(pairs, split, args.baseline, model, args.bootstrap)

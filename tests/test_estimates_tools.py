@@ -164,6 +164,10 @@ def test_eval_keywords_scores_each_half_class_and_keyword() -> None:
         "wsd_accuracy": 0.5,
     }
     assert out["keywords"]["vegan"]["half"] == "other" and out["keywords"]["vegan"]["wsd_accuracy"] == 1.0
+    assert "axes" not in out
+    by_axis = evaluate(pairs, preds, split, {"gay": "sexual_orientation", "old": "age"})["axes"]
+    assert by_axis["train"]["sexual_orientation"]["n"] == 2 and by_axis["heldout"]["age"]["n"] == 2
+    assert by_axis["other"] == {"(none)": by_axis["other"]["(none)"]} and by_axis["other"]["(none)"]["n"] == 1
 
 
 def test_card_lists_the_new_keywords_weakest_first(tmp_path: Path) -> None:
