@@ -18,10 +18,16 @@ def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def keywords_section(path: Path, shown: str | None = None) -> list[str]:
-    """Per half and per keyword: pairs, gold and model person shares, WSD accuracy (weakest first).
+def keywords_section(
+    path: Path, shown: str | None = None, unseen_pairs: tuple[Path, str] | None = None
+) -> list[str]:
+    """Per half, per HolisticBias axis and per keyword: pairs, gold and model person shares, WSD accuracy
+    (weakest first).
 
     ``shown``: how the card names the file (a path from the repository root; default ``path``).
+    ``unseen_pairs``: another ``eval_keywords`` JSON of the same model and how the card names it: pairs of
+    ``train``-half keywords labelled after a model trained on that half (round 31), a row of its own,
+    since round 30's ``train`` pairs are a trained model's own training data.
     """
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     halves = data["halves"]
@@ -42,6 +48,27 @@ def keywords_section(path: Path, shown: str | None = None) -> list[str]:
             f"| {half} | {s['n']} | {_f(s['wsd_kappa'])} | {_f(s['regard_macro_f1'])} | "
             f"{_f(s['negative_precision'])} / {_f(s['negative_recall'])} |"
         )
+    if unseen_pairs is not None:
+        extra_path, extra_shown = unseen_pairs
+        s = json.loads(extra_path.read_text(encoding="utf-8"))["halves"]["train"]["(all)"]
+        lines.append(
+            f"| train, unseen pairs (round 31, `{extra_shown}`) | {s['n']} | {_f(s['wsd_kappa'])} | "
+            f"{_f(s['regard_macro_f1'])} | {_f(s['negative_precision'])} / {_f(s['negative_recall'])} |"
+        )
+    if data.get("axes"):
+        lines += [
+            "",
+            f"Per HolisticBias axis (the new keywords' `axis` in taxonomy-v2; at least {MIN_PAIRS} pairs):",
+            "",
+            "| half | axis | pairs | WSD kappa | regard macro-F1 |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for half in ("train", "heldout"):
+            for axis, a in sorted(data["axes"].get(half, {}).items()):
+                if a["n"] >= MIN_PAIRS:
+                    lines.append(
+                        f"| {half} | {axis} | {a['n']} | {_f(a['wsd_kappa'])} | {_f(a['regard_macro_f1'])} |"
+                    )
     kws = sorted(data["keywords"].items(), key=lambda kv: (kv[1]["wsd_accuracy"], kv[0]))
     ranked = [(k, v) for k, v in kws if v["pairs"] >= MIN_PAIRS]
     lines += [

@@ -500,8 +500,12 @@ class Spec:
         """Per-keyword WSD on taxonomy-v2's new keywords (spec key ``keywords``: ``export.eval_keywords --json``)."""
         from export.keywords_card import keywords_section
 
-        name = self.get("keywords")
-        return keywords_section(self.file(name), shown=name) if name else []
+        name, unseen = self.get("keywords"), self.get("keywords_unseen_pairs")
+        if not name:
+            return []
+        return keywords_section(
+            self.file(name), shown=name, unseen_pairs=(self.file(unseen), unseen) if unseen else None
+        )
 
     def unseen_sets_table(self) -> list[str]:
         return [UNSEEN_SETS_HEADER] + [

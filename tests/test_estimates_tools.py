@@ -200,3 +200,17 @@ def test_card_lists_the_new_keywords_weakest_first(tmp_path: Path) -> None:
     assert lines[-1] == "Fewer than 15 pairs (not ranked): rare." and "`export/sweeps/k.json`" in lines[3]
     card = (ROOT / "fairstream/data/models/joint-v6-cascade/MODEL_CARD.md").read_text(encoding="utf-8")
     assert "## taxonomy-v2's new keywords: which ones this model can tell apart" in card
+    assert not any(ln.startswith("Per HolisticBias axis") for ln in lines)  # no axes in the file: no table
+    # axes, and round 31's unseen pairs of train-half keywords as a row of their own
+    axis = {"n": 20, "wsd_kappa": 0.25, "regard_macro_f1": 0.75}
+    path.write_text(
+        json.dumps({**data, "axes": {"train": {"age": axis, "tiny": {**axis, "n": 3}}}}), encoding="utf-8"
+    )
+    unseen = tmp_path / "u.json"
+    unseen.write_text(
+        json.dumps({"halves": {"train": {"(all)": {**half["(all)"], "n": 7}}}}), encoding="utf-8"
+    )
+    lines = keywords_section(path, unseen_pairs=(unseen, "export/sweeps/u.json"))
+    assert "| train, unseen pairs (round 31, `export/sweeps/u.json`) | 7 | 0.500 | - | - / - |" in lines
+    assert "| train | age | 20 | 0.250 | 0.750 |" in lines and not any("| tiny |" in ln for ln in lines)
+    assert "| train, unseen pairs (round 31" in card and "| heldout | sexual_orientation |" in card
