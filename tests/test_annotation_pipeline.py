@@ -273,3 +273,46 @@ def test_batch_accepts_the_forms_of_a_shipped_taxonomy_and_refuses_changed_text(
     assert points_at_keyword("cis", "cisgender")
     assert points_at_keyword("Native  Americans", "native-american")
     assert not points_at_keyword("cat", "cisgender") and not points_at_keyword("the", "jew")
+
+
+def test_select_keeps_one_half_of_a_split_and_leaves_out_a_labelled_sentence_in_any_document(
+    tmp_path: Path,
+) -> None:
+    """``--keywords-of SPLIT:HALF`` and ``--exclude-same-text``: how round 31 drew unseen pairs of trained
+    keywords (a labelled sentence that stands in another document must not come back as an unseen item)."""
+    sentence = "The Muslim students organised a food drive for the whole town and its rural villages."
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, docs in (("new.jsonl.gz", {"e1": sentence, "e3": "Several Indian doctors volunteered at the rural "
+                                         "clinic during the long flood season."}),
+                       ("old.jsonl.gz", {"o1": "It rained all day long. " + sentence})):  # fmt: skip
+        with gzip.open(corpus / name, "wt", encoding="utf-8") as f:
+            for doc_id, text in docs.items():
+                f.write(json.dumps({"id": doc_id, "text": text}) + "\n")
+    cli("candidates", "--source", "corpus:new.jsonl.gz", "--corpus-dir", corpus, "--tokens", "5:60",
+        "--taxonomy", TAXONOMY, "--out", tmp_path / "candidates.jsonl")  # fmt: skip
+    cands = records(tmp_path / "candidates.jsonl")
+    assert sorted((c["doc_id"], c["keyword"]) for c in cands) == [
+        ("e1", "muslim"), ("e1", "rural"), ("e3", "indian"), ("e3", "rural")
+    ]  # fmt: skip
+    start = len(
+        "It rained all day long. "
+    )  # an earlier round labelled the sentence in another file's document
+    write_jsonl(tmp_path / "labels.jsonl", [{"uid": "x-1", "source": "corpus:old.jsonl.gz", "doc_id": "o1",
+                                             "sent_start": start, "sent_end": start + len(sentence),
+                                             "kw_start": start + 4, "kw_end": start + 10}])  # fmt: skip
+    (tmp_path / "split.json").write_text(json.dumps({"train": ["muslim", "indian"], "heldout": ["rural"]}))
+    base: list[str | Path] = ["select", "--candidates", tmp_path / "candidates.jsonl", "--corpus-dir", corpus,
+                              "--per-doc", "0", "--per-doc-keyword", "0", "--quota", "random=all", "--prefix", "t-"]  # fmt: skip
+    cli(*base, "--keywords-of", f"{tmp_path / 'split.json'}:train", "--out", tmp_path / "half.jsonl")
+    assert sorted((r["doc_id"], r["keyword"]) for r in records(tmp_path / "half.jsonl")) == [
+        ("e1", "muslim"), ("e3", "indian")
+    ]  # fmt: skip
+    cli(*base, "--keywords-of", f"{tmp_path / 'split.json'}:train", "--exclude-same-text", tmp_path / "labels.jsonl",
+        "--out", tmp_path / "selected.jsonl")  # fmt: skip
+    assert [(r["doc_id"], r["keyword"]) for r in records(tmp_path / "selected.jsonl")] == [("e3", "indian")]
+    bad = cli(
+        *base, "--keywords-of", f"{tmp_path / 'split.json'}:test", "--out", tmp_path / "x.jsonl", check=False
+    )
+    assert bad.returncode != 0 and "has no half 'test'; its halves: heldout, train" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr

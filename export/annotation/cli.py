@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from export.annotation import agreement as agreement_step
 from export.annotation.batch import DEFAULT_GUIDE, write_batches
@@ -29,7 +30,16 @@ from export.annotation.candidates import (
 from export.annotation.merge import merge
 from export.annotation.pool import parse_mix, split_pool
 from export.annotation.records import AnnotationError, DevIndex, TextResolver, read_records, write_records
-from export.annotation.select import Caps, Selector, exclude, parse_quota, read_scores
+from export.annotation.select import (
+    Caps,
+    Selector,
+    exclude,
+    folded,
+    parse_quota,
+    read_scores,
+    restrict,
+    split_keywords,
+)
 from fairstream.errors import FairStreamError
 from fairstream.io import atomic_write, write_json
 from fairstream.taxonomy import Taxonomy
@@ -76,6 +86,16 @@ def cmd_select(args: argparse.Namespace) -> None:
         dev, resolver = DevIndex.from_file(args.dev), _resolver(args)
         is_dev = lambda c: dev.in_text(resolver.document(c))  # noqa: E731
     kept, dropped = exclude(cands, args.exclude_labelled, args.exclude_documents, is_dev)
+    if args.keywords_of or args.exclude_same_text:
+        resolver = _resolver(args)
+
+        def sentence(rec: dict[str, Any]) -> str:
+            return resolver.document(rec)[rec["sent_start"] : rec["sent_end"]]
+
+        texts = {folded(sentence(r)) for path in args.exclude_same_text for r in read_records(path)}
+        keywords = split_keywords(args.keywords_of) if args.keywords_of else None
+        kept, more = restrict(kept, keywords, texts, sentence)
+        dropped.update(more)
     caps = Caps(
         args.per_doc or None,
         args.per_doc_keyword or None,
@@ -195,6 +215,19 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--dev", type=Path, help="expert dev-set file: candidates of documents holding a dev text stay out"
+    )
+    p.add_argument(
+        "--keywords-of",
+        metavar="SPLIT:HALF",
+        help="only candidates of one half of a keyword split, e.g. export/labels/taxonomy-v2-split.json:train",
+    )
+    p.add_argument(
+        "--exclude-same-text",
+        action="append",
+        default=[],
+        metavar="LABELS",
+        help="label file (repeat): candidates whose sentence (whitespace folded, lower case) equals one of "
+        "its sentences stay out, in any document",
     )
     p.add_argument(
         "--scores", action="append", default=[], help="JSONL of cid, p_wsd_yes, p_regard per model (repeat)"

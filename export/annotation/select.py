@@ -242,3 +242,52 @@ def exclude(
         else:
             kept.append(c)
     return kept, counts
+
+
+def split_keywords(spec: str) -> set[str]:
+    """The keywords of ``SPLIT.json:HALF`` (e.g. ``export/labels/taxonomy-v2-split.json:train``)."""
+    import json
+
+    path, sep, half = spec.rpartition(":")
+    if not sep or not path:
+        raise AnnotationError(
+            f"--keywords-of {spec!r}: expected SPLIT.json:HALF, e.g. taxonomy-v2-split.json:train"
+        )
+    try:
+        split = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AnnotationError(f"--keywords-of {spec!r}: cannot read {path} ({exc})") from None
+    halves = sorted(k for k, v in split.items() if isinstance(v, list))
+    if half not in halves:
+        raise AnnotationError(
+            f"--keywords-of {spec!r}: {path} has no half {half!r}; its halves: {', '.join(halves)}"
+        )
+    return set(split[half])
+
+
+def folded(text: str) -> str:
+    """A sentence as compared for ``--exclude-same-text``: whitespace folded, lower case."""
+    return " ".join(text.split()).lower()
+
+
+def restrict(
+    candidates: list[dict[str, Any]],
+    keywords: set[str] | None,
+    texts: set[str],
+    sentence: Callable[[dict[str, Any]], str],
+) -> tuple[list[dict[str, Any]], collections.Counter[str]]:
+    """Candidates of ``keywords`` only (None: all) whose folded sentence is none of ``texts``.
+
+    Why the text: the same sentence stands in several documents of forum and web text, so leaving out
+    a label file's documents does not keep its sentences out of a judge drawn from the rest.
+    """
+    counts: collections.Counter[str] = collections.Counter()
+    kept = []
+    for c in candidates:
+        if keywords is not None and c["keyword"] not in keywords:
+            counts["keyword not asked for"] += 1
+        elif texts and folded(sentence(c)) in texts:
+            counts["same sentence as a label"] += 1
+        else:
+            kept.append(c)
+    return kept, counts
