@@ -189,6 +189,14 @@ def test_mitigation_effect_hand_computed():
     assert [(r["keyword"], r["word"]) for r in auto] == [("christian", "peaceful"), ("muslim", "community")]
     unseen = mitigation_effect(before, after, REL, keyword="muslim", words=["nothing"], **LOOSE)
     assert unseen[0]["percent"] is None
+    # the scores a report already computed (with the run's taxonomy) pick the same words, and are
+    # refused beside vocabulary settings they were not computed with
+    sc = score_class(before, REL, **LOOSE)
+    assert mitigation_effect(before, after, REL, top_k=1, scores=sc) == auto
+    with pytest.raises(ValueError, match="without vocabulary settings"):
+        mitigation_effect(before, after, REL, top_k=1, scores=sc, **LOOSE)
+    with pytest.raises(ValueError, match="of class 'religion'"):
+        mitigation_effect(before, after, "nationality", scores=sc)
 
 
 def test_bad_settings_are_rejected():

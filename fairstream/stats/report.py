@@ -244,7 +244,7 @@ def write_report(
             cls, before, after, status, run.get("cap"), example_map, top_attributes, estimates=estimates
         )
         sc = score_class(before, cls, taxonomy=taxonomy, **settings)
-        section += score_blocks(cls, before, after, sc, top_k, mitigation_k, settings, top_attributes)
+        section += score_blocks(cls, before, after, sc, top_k, mitigation_k, top_attributes)
         if sc.skipped:
             vocab_notes.append(
                 f"{cls}: not scored for too few sentences: "

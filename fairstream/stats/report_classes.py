@@ -79,7 +79,6 @@ def score_blocks(
     sc: ClassScores,
     top_k: int,
     mitigation_k: int,
-    settings: Mapping[str, Any],
     top_attributes: int | None = None,
 ) -> list[Block]:
     """Word-level bias scores, only rows and columns that hold data.
@@ -117,7 +116,8 @@ def score_blocks(
         # the words eq. 2 ranks for negative regard; a word of score 0 is not negatively biased
         effect = [
             r
-            for r in mitigation_effect(before, after, cls, top_k=mitigation_k, regard="negative", **settings)
+            # the scores above: the same vocabulary (the run's taxonomy), not computed twice
+            for r in mitigation_effect(before, after, cls, top_k=mitigation_k, regard="negative", scores=sc)
             if r["count_before"] > 0
             and not (isinstance(r["percent"], float) and math.isnan(r["percent"]))
             and isinstance(r["score_before"], float)

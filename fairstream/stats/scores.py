@@ -335,6 +335,7 @@ def mitigation_effect(
     words: Iterable[str] | None = None,
     top_k: int = 10,
     regard: str | None = "negative",
+    scores: ClassScores | None = None,
     **settings: Any,
 ) -> list[dict[str, Any]]:
     """How much of each word's association survives filtering: ``100 * p'(w | a) / p(w | a)``.
@@ -352,7 +353,9 @@ def mitigation_effect(
             eq. 2 with ``r=regard`` (by eq. 1 when ``regard`` is None).
         top_k: How many top-biased words per attribute when ``words`` is None.
         regard: The regard whose eq. 2 picks the words.
-        **settings: Vocabulary settings for :func:`score_class`.
+        scores: ``score_class(before, attribute_class, ...)`` already computed (a report has it, with
+            the run's taxonomy); ``None`` computes it from ``settings``.
+        **settings: Vocabulary settings for :func:`score_class` (not with ``scores``).
 
     Returns:
         One dict per (keyword, word): ``class``, ``keyword``, ``word``, ``score_before`` (the
@@ -361,7 +364,12 @@ def mitigation_effect(
     """
     if regard is not None and regard not in REGARDS:
         raise ValueError(f"regard={regard!r} is not one of {REGARDS} or None (eq. 1)")
-    sc = score_class(before, attribute_class, **settings)
+    if scores is not None and (settings or scores.attribute_class != attribute_class):
+        raise ValueError(
+            f"scores= are of class {scores.attribute_class!r} with their own settings: pass them for "
+            f"attribute_class={attribute_class!r} without vocabulary settings ({sorted(settings)})"
+        )
+    sc = scores if scores is not None else score_class(before, attribute_class, **settings)
     if keyword is not None:
         keywords: list[str] = [keyword]
     elif words is not None:
