@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fairstream.core.config import FilterConfig
+from fairstream.core.config import FilterConfig, loaded_or_setting
 from fairstream.core.step import FilterStep
 from fairstream.errors import MissingDependencyError
 from fairstream.taxonomy import Taxonomy
@@ -70,8 +70,7 @@ class FairStreamFilter(BaseFilter):
         taxonomy: Taxonomy | str | Path | None = None,
         **settings: Any,
     ) -> None:
-        if isinstance(taxonomy, str | Path):  # a name or a file: the setting
-            settings["taxonomy"], taxonomy = str(taxonomy), None
+        taxonomy = loaded_or_setting(settings, "taxonomy", taxonomy)
         config = config or FilterConfig()
         self.config = config.replace(**settings) if settings else config
         self.taxonomy = taxonomy if taxonomy is not None else Taxonomy.load(self.config.taxonomy)

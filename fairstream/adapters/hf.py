@@ -32,7 +32,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from fairstream.core.config import FilterConfig
+from fairstream.core.config import FilterConfig, loaded_or_setting
 from fairstream.core.step import FilterStep
 from fairstream.stream.tagger import MentionModel
 from fairstream.taxonomy import Taxonomy
@@ -60,10 +60,8 @@ class FairStreamMapper:
         taxonomy: Taxonomy | str | Path | None = None,
         **settings: Any,
     ) -> None:
-        if isinstance(model, str | Path):  # a folder: the same as the model setting
-            settings["model"], model = str(model), None
-        if isinstance(taxonomy, str | Path):  # a name or a file: the same as the taxonomy setting
-            settings["taxonomy"], taxonomy = str(taxonomy), None
+        model = loaded_or_setting(settings, "model", model)
+        taxonomy = loaded_or_setting(settings, "taxonomy", taxonomy)
         config = config or FilterConfig()
         config = config.replace(**settings) if settings else config
         self.step = FilterStep(config, model=model, taxonomy=taxonomy)

@@ -13,7 +13,8 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 from fairstream.core.cap import CAP_ALLOWED, check_caps_keys, is_cap
 from fairstream.errors import ConfigError, option
@@ -387,3 +388,20 @@ def _reject_unknown(data: Mapping[str, Any], where: str) -> None:
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigError(f"{where}: unknown setting(s) {unknown}; allowed: {sorted(names)}")
+
+
+Loaded = TypeVar("Loaded")
+
+
+def loaded_or_setting(
+    settings: dict[str, Any], name: str, value: Loaded | str | Path | None
+) -> Loaded | None:
+    """A ``model=`` or ``taxonomy=`` argument of a filter, as the filter takes it.
+
+    A loaded object is returned, to be used instead of the setting; a name, folder or file is the
+    setting ``name`` itself (put into ``settings``) and ``None`` is returned.
+    """
+    if isinstance(value, str | Path):
+        settings[name] = str(value)
+        return None
+    return value

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fairstream.core.cap import CapController, UnitCounts
-from fairstream.core.config import FilterConfig
+from fairstream.core.config import FilterConfig, loaded_or_setting
 from fairstream.core.estimates import estimates
 from fairstream.core.schema import ANNOTATION_SCHEMA_VERSION
 from fairstream.core.stats import StreamStats
@@ -107,8 +107,7 @@ class FilterStep:
         taxonomy: Taxonomy | str | Path | None = None,
         **settings: Any,
     ) -> None:
-        if isinstance(taxonomy, str | Path):  # a name or a file: the setting
-            settings["taxonomy"], taxonomy = str(taxonomy), None
+        taxonomy = loaded_or_setting(settings, "taxonomy", taxonomy)
         config = config or FilterConfig()
         self.config = config.replace(**settings) if settings else config
         c = self.config

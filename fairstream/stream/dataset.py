@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fairstream.core.config import GRANULARITIES, FilterConfig, Granularity
+from fairstream.core.config import GRANULARITIES, FilterConfig, Granularity, loaded_or_setting
 from fairstream.core.step import FilterStep, output_document, remove_spans
 from fairstream.core.windows import IndexedDocument
 from fairstream.errors import MissingDependencyError
@@ -98,10 +98,8 @@ class FairStream(IterableDataset):
                 "give its keys or characters); pass a list of documents such as [doc], or one split of "
                 "a DatasetDict such as ds['train']"
             )
-        if isinstance(model, str | Path):
-            settings["model"], model = str(model), None
-        if isinstance(taxonomy, str | Path):  # a name or a file: the setting
-            settings["taxonomy"], taxonomy = str(taxonomy), None
+        model = loaded_or_setting(settings, "model", model)
+        taxonomy = loaded_or_setting(settings, "taxonomy", taxonomy)
         if settings.get("max_doc_chars", 0) is None:  # None: no limit, as in the text layer
             settings["max_doc_chars"] = 0
         config = config or FilterConfig()
