@@ -166,17 +166,18 @@ class FairStream(IterableDataset):
     # -- iteration ---------------------------------------------------------------------------------
     def _shard(self) -> tuple[int, int]:
         splits_workers, splits_ranks = source_splits(self.source)
-        rank, world = self._rank, self._world_size
-        if splits_ranks:
-            rank, world = 0, 1
-        elif rank is None or world is None:
-            if torch.distributed.is_available() and torch.distributed.is_initialized():
-                rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
-            else:
-                rank, world = 0, 1
+        rank, world = (0, 1) if splits_ranks else self._rank_and_world()
         info = None if splits_workers else get_worker_info()
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         return rank * workers + worker, world * workers
+
+    def _rank_and_world(self) -> tuple[int, int]:
+        """This process's DDP rank and world size: as given, else ``torch.distributed``'s, else ``(0, 1)``."""
+        if self._rank is not None and self._world_size is not None:
+            return self._rank, self._world_size
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            return torch.distributed.get_rank(), torch.distributed.get_world_size()
+        return 0, 1
 
     def _indexed_source(self, start: int) -> Iterator[IndexedDocument]:
         shard, n_shards = self._shard()
@@ -230,15 +231,15 @@ class FairStream(IterableDataset):
         ``loader.state_dict()`` at the end of an epoch lacks the documents a worker read (and dropped)
         after its last kept one; the part is written when the worker's pass ends and has them all.
         """
-        from fairstream.io.stats_parts import write_stats_part
-
         if self.stats_dir is None:
             return
-        rank = self._rank
-        if rank is None and torch.distributed.is_available() and torch.distributed.is_initialized():
-            rank = torch.distributed.get_rank()
+        from fairstream.io.stats_parts import write_stats_part
+
+        # the process's own rank and worker, even where the source splits itself (its shard number
+        # is then the same in every worker)
+        rank, _ = self._rank_and_world()
         info = get_worker_info()
-        name = f"rank-{rank or 0:05d}-worker-{info.id if info is not None else 0:03d}"
+        name = f"rank-{rank:05d}-worker-{info.id if info is not None else 0:03d}"
         write_stats_part(self.stats_dir, name, self.step.counts(), self.config.model)
 
 
