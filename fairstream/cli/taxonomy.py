@@ -35,12 +35,11 @@ def cmd_taxonomy_check(args: argparse.Namespace) -> int:
     """Check a taxonomy file (and, given shards, how its keywords fare on them); 1 if anything is wrong."""
     from fairstream.core.config import FilterConfig
     from fairstream.io import write_json
-    from fairstream.taxonomy import Taxonomy
+    from fairstream.taxonomy import Taxonomy, taxonomy_path
     from fairstream.taxonomy_check import (
         check_taxonomy,
         format_usage,
         keyword_usage,
-        resolve_taxonomy_path,
         shown_path,
         usage_flags,
     )
@@ -54,7 +53,7 @@ def cmd_taxonomy_check(args: argparse.Namespace) -> int:
     _count("--max-mentions-per-keyword", args.max_mentions_per_keyword, 1)
     if args.json and not args.shards:
         raise FairStreamError("--json: the per-keyword table needs shards; pass SHARDS... after FILE")
-    path, shown = resolve_taxonomy_path(args.file), shown_path(args.file)
+    path, shown = taxonomy_path(args.file), shown_path(args.file)
     problems = check_taxonomy(args.file)
     for p in problems:
         print(p.line())

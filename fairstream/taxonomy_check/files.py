@@ -27,21 +27,20 @@ GLOSS_STARTS_V1 = ("who", "of")
 GLOSS_STARTS = (*GLOSS_STARTS_V1, "whose", "with", "without", "from", "in", "living", "born")
 
 
-def resolve_taxonomy_path(name_or_path: str | Path) -> Path:
-    """The file checked for ``name_or_path``: the one ``Taxonomy.load`` reads (a shipped name, else the path)."""
-    return taxonomy_path(name_or_path)
+# the file checked for a name or path is the one Taxonomy.load reads (kept under this name: it is public)
+resolve_taxonomy_path = taxonomy_path
 
 
 def shown_path(name_or_path: str | Path) -> str:
     """How messages name a taxonomy file: ``fairstream/data/NAME.json`` for a shipped name, else the path."""
-    path = resolve_taxonomy_path(name_or_path)
+    path = taxonomy_path(name_or_path)
     return f"fairstream/data/{path.name}" if path != Path(name_or_path) else str(path)
 
 
 def check_taxonomy(path: str | Path) -> list[Problem]:
     """Every problem of the taxonomy file ``path`` (or shipped name): errors, then warnings."""
     source = shown_path(path)
-    path = resolve_taxonomy_path(path)
+    path = taxonomy_path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
