@@ -85,17 +85,29 @@ def evaluate(
 
 
 def versus(
-    pairs: Sequence[LabelledPair], split: dict[str, Any], baseline: str, model: Any, n_boot: int
+    pairs: Sequence[LabelledPair],
+    split: dict[str, Any],
+    baseline: str,
+    logits: tuple[Any, Any],
+    rule: tuple[float, tuple[float, float, float]],
+    n_boot: int,
 ) -> dict[str, Any]:
-    """Per half (and all pairs), ``model`` minus ``baseline``: both sides' metrics, the difference and its
-    paired bootstrap 95% interval (``export.gpu.compare_students.paired``, same resampled items)."""
+    """Per half (and all pairs), the model minus ``baseline``: both sides' metrics, the difference and its
+    paired bootstrap 95% interval (``export.gpu.compare_students.paired``, same resampled items).
+
+    ``logits`` and ``rule``: the model's WSD and regard logits of ``pairs`` (as ``main`` computed them
+    for its own scores) and its decision rule (WSD threshold, regard offsets); the baseline's are
+    computed here.
+    """
     from export.gpu.compare_students import paired
     from fairstream.models.runtime import JointModel, softmax
 
-    sides = []
-    for m in (JointModel(baseline), model):
-        wsd, regard = m.predict_logits([p.mention for p in pairs])[:2]
-        sides.append((softmax(wsd), softmax(regard), (m.wsd_threshold, m.regard_offsets)))
+    base = JointModel(baseline)
+    base_logits = base.predict_logits([p.mention for p in pairs])[:2]
+    sides = [
+        (softmax(w), softmax(r), side_rule)
+        for (w, r), side_rule in ((base_logits, (base.wsd_threshold, base.regard_offsets)), (logits, rule))
+    ]
     groups: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(pairs):
         groups[halves(split, p.mention.keyword)].append(i)
@@ -134,17 +146,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             path, packages_dir=ROOT / "runs/packages", corpus_dir=ROOT.parent / "shared/data/corpus"
         )
     model = JointModel(args.model)
+    from fairstream.models.decision import predictions_from_logits
     from fairstream.taxonomy import Taxonomy
+
+    # one pass of the model: its predictions (as model.predict decides) and, with --baseline, the logits
+    logits = model.predict_logits([p.mention for p in pairs])[:2]
+    rule = (model.wsd_threshold, model.regard_offsets)
 
     # the HolisticBias axis each new keyword came from (taxonomy-v2's provenance field)
     axis_of = {a.keyword: a.axis for a in Taxonomy.load("taxonomy-v2") if a.axis}
     result = {
         "model": args.model,
         "labels": [str(p) for p in args.labels],
-        **evaluate(pairs, model.predict([p.mention for p in pairs]), split, axis_of),
+        **evaluate(pairs, predictions_from_logits(*logits, *rule), split, axis_of),
     }
     if args.baseline:
-        result["versus_baseline"] = versus(pairs, split, args.baseline, model, args.bootstrap)
+        result["versus_baseline"] = versus(pairs, split, args.baseline, logits, rule, args.bootstrap)
         for half, diff in result["versus_baseline"]["halves"].items():
             print(
                 f"{half:8s} minus {args.baseline}: "
